@@ -1,0 +1,3 @@
+from hindsight_batch.cli import main
+
+main()

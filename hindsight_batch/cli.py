@@ -1,0 +1,329 @@
+"""The ``hindsight-batch`` command line: a thin click layer that wires the library's pieces together."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from hindsight_batch import __version__
+from hindsight_batch.config import ConfigResolver
+from hindsight_batch.errors import HindsightBatchError, UsageError
+from hindsight_batch.importer import Importer, ImportOptions
+from hindsight_batch.items import project_bank_id, session_scope
+from hindsight_batch.routing import route_content
+from hindsight_batch.routing.models import MemoryRouteDecision, bank_label
+from hindsight_batch.session.discovery import find_session_files
+from hindsight_batch.session.model import SessionHeader
+from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _echo_err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def handle_errors(func: F) -> F:
+    """Turn our exceptions into one clear line on stderr and the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except HindsightBatchError as exc:
+            _echo_err(f"hindsight-batch: error: {exc}")
+            sys.exit(exc.exit_code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def common_options(func: F) -> F:
+    func = click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+                        help="An extra config file, read after the discovered ones.")(func)
+    func = click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary on stdout.")(func)
+    func = click.option("--quiet", "-q", is_flag=True, help="No progress bar, no human summary.")(func)
+    return func
+
+
+def _progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="hindsight-batch")
+def cli() -> None:
+    """Move Pi coding-agent transcripts into Hindsight memory, safely.
+
+    \b
+    Commands that only read: import (dry run), route, status.
+    Session files are opened read-only by every command.
+    Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
+    """
+
+
+def _parse_since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--since: not an ISO date or time: {value!r} (e.g. 2026-01-31)") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+@cli.command("import")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), help="Write the manifest (JSONL) here.")
+@click.option("--include-content", is_flag=True,
+              help="Put each item's exact content in the manifest's 'content' field (off by default).")
+@click.option("--branches", type=click.Choice(["current", "all"]), help="Import the active branch or every branch.")
+@click.option("--compaction", type=click.Choice(["full", "context"]),
+              help="full: every message on the branch; context: pi's view after the last compaction.")
+@click.option("--since", help="Only sessions modified at or after this ISO date/time.")
+@click.option("--cwd", "cwd_filter", help="Only sessions whose cwd is this folder or below it.")
+@click.option("--project", "project_filter", help="Only sessions of this project name.")
+@click.option("--mode", type=click.Choice(["explicit-only", "router"]), help="Override userRetain.mode.")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Ledger folder (default: $XDG_STATE_HOME/hindsight-batch).")
+@common_options
+@handle_errors
+def import_command(
+    paths: tuple[Path, ...],
+    manifest: Path | None,
+    include_content: bool,
+    branches: str | None,
+    compaction: str | None,
+    since: str | None,
+    cwd_filter: str | None,
+    project_filter: str | None,
+    mode: str | None,
+    state_dir: Path | None,
+    config_file: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Plan (and, later, upload) retain items from Pi session files. A dry run by default: no network.
+
+    PATHS are session files or folders (a folder's *.jsonl and those one folder down, pi's per-cwd layout).
+    Without PATHS, the default session root: $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions, or
+    ~/.pi/agent/sessions.
+
+    \b
+    Examples:
+      hindsight-batch import samples/ --manifest plan.jsonl
+      hindsight-batch import ~/.pi/agent/sessions --since 2026-01-01 --json
+      hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
+    """
+    flags = {"import.branches": branches, "import.compaction": compaction, "userRetain.mode": mode}
+    resolver = ConfigResolver(config_file=config_file, flags=flags)
+    resolver.for_cwd(None)  # a broken global config fails here, before any work
+    files = find_session_files(list(paths))
+    options = ImportOptions(
+        paths=list(paths),
+        manifest=manifest,
+        include_content=include_content,
+        since=_parse_since(since),
+        cwd_filter=cwd_filter,
+        project_filter=project_filter,
+        progress=_progress(quiet),
+    )
+    with Ledger(state_dir or default_state_dir()) as ledger:
+        summary = Importer(resolver, ledger, options, files).run()
+    data = summary.to_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    if not quiet:
+        _print_import_summary(data)
+
+
+def _counts(mapping: Mapping[str, int]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in mapping.items()) or "none"
+
+
+def _print_import_summary(data: dict[str, Any]) -> None:
+    out = _echo_err
+    rate = f" ({data['mb_per_second']} MB/s)" if data["mb_per_second"] else ""
+    out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
+    out(f"  files {data['files']}: sessions {data['sessions']}, unchanged since last run {data['unchanged_files']}, "
+        f"filtered out {data['filtered_out']}, not sessions {len(data['not_sessions'])}; "
+        f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
+    for problem in data["not_sessions"][:10]:
+        out(f"  not a session: {problem['file']}: {problem['reason']}")
+    out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
+        f"{data['glued_lines']}; truncated last lines {data['truncated_tails']}")
+    for problem in data["malformed"][:10]:
+        out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
+    out(f"  messages kept {data['messages_kept']}; dropped: {_counts(data['messages_dropped'])}")
+    out(f"  chunks {data['chunks']}; routes: {_counts(data['routes'])}; items: "
+        f"{_counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")  # type: ignore[arg-type]
+    out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
+    if data["router_mode_on"]:
+        out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
+    else:
+        out("  User Bank: explicit-only mode; suggestions are recorded, nothing is written to the User Bank")
+    if data["manifest"]:
+        out(f"  manifest: {data['manifest']}")
+    out(f"  ledger: {data['ledger']}")
+
+
+@cli.command("route")
+@click.argument("text", required=False)
+@click.option("--context", help="The context string that would accompany the content.")
+@click.option("--mode", type=click.Choice(["explicit-only", "router"]), help="Override userRetain.mode.")
+@click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
+              help="Resolve configuration (banks, missions) as for a session in this folder (default: here).")
+@click.option("--strategy", help="Routing strategy by name (default: routing.strategy from config).")
+@common_options
+@handle_errors
+def route_command(
+    text: str | None,
+    context: str | None,
+    mode: str | None,
+    cwd: Path | None,
+    strategy: str | None,
+    config_file: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Show how the shared routing strategy would route TEXT (or standard input with '-').
+
+    The dry-run presenter: it calls the same operation as 'import' and never writes.
+
+    \b
+    Examples:
+      hindsight-batch route "I prefer terse answers in every project"
+      git log -1 --format=%B | hindsight-batch route - --mode router --json
+    """
+    if text is None or text == "-":
+        if text is None and sys.stdin.isatty():
+            raise UsageError("give TEXT, or '-' to read standard input")
+        text = sys.stdin.read()
+    folder = str((cwd or Path.cwd()).resolve())
+    resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
+    settings = resolver.for_cwd(folder).settings
+    scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
+    decision = route_content(
+        settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings)
+    )
+    if as_json:
+        click.echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
+    if not quiet and not as_json:
+        click.echo(_format_decision(decision))
+
+
+def _format_decision(decision: MemoryRouteDecision) -> str:
+    lines = [
+        f"route: {bank_label(decision.route)} ({decision.route}), confidence {decision.confidence:.2f}",
+        f"mode: {decision.mode}{' (ROUTER MODE ON)' if decision.mode == 'router' else ''}; "
+        f"strategy: {decision.strategy}",
+        f"reason: {decision.reason}",
+        f"signals: {', '.join(decision.signals) or 'none'}; matched: {', '.join(decision.matched_signals) or 'none'}",
+    ]
+    for target in decision.targets:
+        action = "would write" if target.will_write else "preview only, not written"
+        lines.append(f"target: {bank_label(target.bank_role)} {target.bank_id or '(no bank id)'}: {action}")
+        lines.append(f"  tags: {', '.join(target.tags) or 'none'}")
+    if not decision.targets:
+        lines.append("target: none (nothing would be retained)")
+    lines.append("writes: " + (", ".join(bank_label(w) for w in decision.writes) or "nothing"))
+    for note in decision.safety_notes:
+        lines.append(f"safety: {note}")
+    return "\n".join(lines)
+
+
+@cli.command("status")
+@click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
+              help="Show the configuration a session in this folder gets (default: here).")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@common_options
+@handle_errors
+def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path | None, as_json: bool,
+                   quiet: bool) -> None:
+    """Show every resolved configuration value and where it came from (secrets masked), and ledger totals.
+
+    \b
+    Example:
+      hindsight-batch status --cwd ~/src/my-project
+    """
+    folder = str((cwd or Path.cwd()).resolve())
+    resolved = ConfigResolver(config_file=config_file).for_cwd(folder)
+    settings = resolved.settings
+    values = _flatten(settings.model_dump(mode="json", by_alias=True))
+    if settings.api_key is not None:
+        values["apiKey"] = "******** (set)"
+    scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
+    rows = [{"key": k, "value": v, "from": resolved.origin(k)} for k, v in values.items()]
+    ledger_totals = _ledger_totals(state_dir or default_state_dir())
+    data = {
+        "cwd": folder,
+        "config_files": [str(p) for p in resolved.files],
+        "ignored_extension_keys": resolved.ignored_keys,
+        "user_retain_mode": settings.user_retain.mode,
+        "router_mode_on": settings.user_retain.mode == "router",
+        "project_bank_id": project_bank_id(scope, settings),
+        "settings": rows,
+        "ledger": ledger_totals,
+    }
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    if quiet:
+        return
+    click.echo(f"configuration for sessions in {folder}")
+    click.echo("files: " + (", ".join(data["config_files"]) or "none (defaults and environment only)"))
+    if settings.user_retain.mode == "router":
+        click.echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
+    else:
+        click.echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
+    click.echo(f"project bank: {data['project_bank_id']}")
+    width = max(len(r["key"]) for r in rows)
+    for row in rows:
+        click.echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    click.echo(f"ledger: {json.dumps(ledger_totals)}")
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _ledger_totals(state_dir: Path) -> dict[str, Any]:
+    path = state_dir / "ledger.duckdb"
+    if not path.exists():
+        return {"path": str(path), "exists": False}
+    try:
+        with Ledger(state_dir) as ledger:
+            runs = ledger.db.execute("SELECT count(*) FROM runs").fetchone()
+            sources = ledger.db.execute("SELECT count(*) FROM sources").fetchone()
+            docs = ledger.db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall()
+    except HindsightBatchError as exc:
+        return {"path": str(path), "exists": True, "error": str(exc)}
+    return {
+        "path": str(path),
+        "exists": True,
+        "runs": runs[0] if runs else 0,
+        "sources": sources[0] if sources else 0,
+        "documents": {status: count for status, count in docs},
+    }
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="hindsight-batch", standalone_mode=True)
+    except KeyboardInterrupt:
+        _echo_err("hindsight-batch: interrupted")
+        sys.exit(130)
+

@@ -1,0 +1,148 @@
+"""The resolved configuration, validated with pydantic.
+
+Keys are the extension's own (``seeds/002_…``), so memory is configured once for the live extension and for this
+tool. Every section this tool interprets forbids unknown keys: a typo must never silently widen what is retained
+or where it goes (S8).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+BlockType = Literal["text", "thinking", "toolCall", "image"]
+UserRetainMode = Literal["explicit-only", "router"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class RetainContent(_Section):
+    """Which block types of each role are retained. Roles not listed retain nothing."""
+
+    user: list[BlockType] = Field(default_factory=lambda: ["text"])
+    assistant: list[BlockType] = Field(default_factory=lambda: ["text"])
+    tool_result: list[BlockType] = Field(default_factory=list)
+
+
+class Strip(_Section):
+    """Keys removed from each projected record (``topLevel``) and from its ``message`` object (``message``)."""
+
+    top_level: list[str] = Field(default_factory=lambda: ["type", "id", "parentId"])
+    message: list[str] = Field(
+        default_factory=lambda: [
+            "api", "provider", "model", "usage", "cost", "stopReason", "timestamp", "responseId",
+        ]
+    )
+
+
+class ToolRule(_Section):
+    """Glob lists over tool names. When ``include`` is given it replaces ``exclude``."""
+
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+
+
+class ToolFilter(_Section):
+    tool_call: ToolRule = Field(default_factory=lambda: ToolRule(exclude=["read", "grep", "find", "ls"]))
+    tool_result: ToolRule = Field(
+        default_factory=lambda: ToolRule(exclude=["read", "grep", "find", "ls", "write", "edit"])
+    )
+
+
+class Bank(_Section):
+    bank_id: str | None = None
+    enabled: bool = True
+    mission: str = ""
+
+    @field_validator("bank_id")
+    @classmethod
+    def _bank_id_shape(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or "/" in value):
+            raise ValueError("a bank id must be non-empty and contain no '/'")
+        return value
+
+
+class Banks(_Section):
+    project: Bank = Field(default_factory=Bank)
+    user: Bank = Field(default_factory=lambda: Bank(enabled=False))
+
+
+class UserRetain(_Section):
+    mode: UserRetainMode = "explicit-only"
+
+
+class Redaction(_Section):
+    policy: Literal["redact", "skip"] = "redact"
+    private_hosts: list[str] = Field(default_factory=list)  # extra host globs treated as private URLs
+
+
+class Import(_Section):
+    turns_per_chunk: int = Field(12, ge=1, le=1000)
+    max_chunk_bytes: int = Field(80_000, ge=1_000, le=10_000_000)
+    max_block_chars: int = Field(32_768, ge=256, le=10_000_000)
+    branches: Literal["current", "all"] = "current"
+    compaction: Literal["full", "context"] = "full"
+    retain_custom_types: list[str] = Field(default_factory=list)
+
+
+class Routing(_Section):
+    strategy: str = "project-global-default"
+
+
+class Upload(_Section):
+    batch_items: int = Field(16, ge=1, le=1000)
+    batch_bytes: int = Field(2_000_000, ge=10_000, le=100_000_000)
+    in_flight: int = Field(2, ge=1, le=16)
+    timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    max_attempts: int = Field(6, ge=1, le=20)
+
+
+# Keys of the live extension's config that this tool does not use. They are accepted so the same files serve
+# both; anything else is an error.
+EXTENSION_ONLY_KEYS = frozenset(
+    {
+        "enabled", "autoRecall", "autoRetain", "recallBudget", "recallMaxTokens", "recallTypes",
+        "recallMaxQueryChars", "recallLongQueryBehavior", "recallContextTurns", "autoRecallTagsMatch",
+        "autoRecallDisplay", "autoRecallPersist", "bankId", "retainMode", "retainEveryNTurns", "timeoutMs",
+        "debug", "recall", "retain", "hindsight", "observations", "scope", "profile", "storeLastRecall",
+        "lastRecallPath",
+    }
+)
+
+
+class Settings(_Section):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    base_url: str = "http://localhost:8888"
+    api_key: SecretStr | None = None
+    project_name: str | None = None
+    constant_tags: list[str] = Field(default_factory=list)
+    auto_recall_tags: list[str] | None = None
+    observation_scopes: list[list[str]] | None = None
+    retain_content: RetainContent = Field(default_factory=RetainContent)
+    strip: Strip = Field(default_factory=Strip)
+    tool_filter: ToolFilter = Field(default_factory=ToolFilter)
+    banks: Banks = Field(default_factory=Banks)
+    user_retain: UserRetain = Field(default_factory=UserRetain)
+    redaction: Redaction = Field(default_factory=Redaction)
+    import_: Import = Field(default_factory=Import, alias="import")
+    routing: Routing = Field(default_factory=Routing)
+    upload: Upload = Field(default_factory=Upload)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _tags_are_strings(self) -> Settings:
+        for tag in self.constant_tags:
+            if not tag.strip():
+                raise ValueError("constantTags: empty tag")
+        return self

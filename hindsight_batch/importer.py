@@ -1,0 +1,493 @@
+"""The import pipeline: session files in, planned retain items and manifest rows out.
+
+``plan_session`` is the pure part (one file -> a :class:`SessionPlan`); ``Importer`` wires sources, the ledger,
+the manifest and (with ``--apply``) the upload sink together, and keeps the summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from hindsight_batch import __version__
+from hindsight_batch.chunking import Chunk, chunk_nodes
+from hindsight_batch.config import ConfigResolver, Settings
+from hindsight_batch.items import (
+    RetainItem,
+    SessionScope,
+    base_tags,
+    content_sha256,
+    document_id,
+    item_metadata,
+    observation_scopes,
+    project_bank_id,
+    session_context,
+    session_scope,
+    valid_timestamp,
+)
+from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.routing import route_content, strategy_for
+from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.reader import peek_header, read_session
+from hindsight_batch.session.tree import branch_segments, context_view
+from hindsight_batch.sinks.ledger import Ledger, SourceState
+from hindsight_batch.sinks.manifest import ManifestRow, ManifestWriter
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    paths: list[Path]
+    manifest: Path | None = None
+    include_content: bool = False
+    since: datetime | None = None
+    cwd_filter: str | None = None
+    project_filter: str | None = None
+    progress: bool = False
+
+
+@dataclass
+class PlannedItem:
+    item: RetainItem
+    bank_id: str
+    bank_role: str
+    item_hash: str
+
+
+@dataclass
+class SessionPlan:
+    path: Path
+    session: SessionFile
+    rows: list[ManifestRow] = field(default_factory=list)
+    items: list[PlannedItem] = field(default_factory=list)
+    kept: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    removed: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+
+
+def settings_hash(settings: Settings) -> str:
+    """Everything that shapes an import's output, plus the tool version: if it changes, a source is redone."""
+    shaping = settings.model_dump(mode="json", by_alias=True, exclude={"api_key", "base_url", "upload"})
+    blob = json.dumps({"settings": shaping, "version": __version__}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def item_sha256(bank_id: str, item: RetainItem) -> str:
+    blob = json.dumps({"bank": bank_id, "item": item.payload()}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _segment_nodes(session: SessionFile, settings: Settings) -> Iterator[tuple[str, EntryNode, list[EntryNode]]]:
+    all_branches = settings.import_.branches == "all"
+    for segment in branch_segments(session.entries, all_branches):
+        nodes = segment.entries
+        if settings.import_.compaction == "context" and segment.key == "main":
+            view = context_view(nodes)
+            nodes = ([view.compaction] if view.compaction else []) + view.entries
+        yield segment.key, segment.leaf, nodes
+
+
+def plan_session(
+    path: Path,
+    header: SessionHeader,
+    settings: Settings,
+    redactor: Redactor,
+    run_id: str,
+    include_content: bool,
+    times: StageTimes,
+) -> SessionPlan:
+    store = RecordStore()
+    try:
+        t0 = time.perf_counter()
+        session = read_session(path, RecordMaker(settings, redactor, store, times))
+        times.extra["read"] = times.extra.get("read", 0.0) + time.perf_counter() - t0 - times.project - times.redact
+        plan = SessionPlan(path, session)
+        t1 = time.perf_counter()
+        _plan_chunks(plan, header, settings, store, run_id, include_content)
+        times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
+        return plan
+    finally:
+        store.close()
+
+
+def _plan_chunks(
+    plan: SessionPlan,
+    header: SessionHeader,
+    settings: Settings,
+    store: RecordStore,
+    run_id: str,
+    include_content: bool,
+) -> None:
+    scope = session_scope(header, str(plan.path), settings)
+    tags = base_tags(scope, settings)
+    scopes = observation_scopes(scope, settings)
+    bank_ids = {"project": project_bank_id(scope, settings), "global": settings.banks.user.bank_id or ""}
+    strategy = strategy_for(settings)
+    counted: set[int] = set()
+    for segment, leaf, nodes in _segment_nodes(plan.session, settings):
+        chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
+        per_chunk_dropped = _dropped_by_chunk(nodes, chunks)
+        for node in nodes:
+            outcome = node.payload
+            if isinstance(outcome, EntryOutcome) and node.seq not in counted:
+                counted.add(node.seq)
+                plan.removed.update(outcome.removed)
+                if outcome.handle is not None:
+                    plan.kept += 1
+                elif outcome.dropped:
+                    plan.dropped[outcome.dropped] += 1
+        for chunk in chunks:
+            _plan_chunk(plan, scope, tags, scopes, bank_ids, settings, store, strategy, run_id, include_content,
+                        segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
+
+
+def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, Counter[str]]:
+    """Dropped messages are counted in the chunk of the nearest kept record before them (or the first chunk)."""
+    window_of = {node.seq: chunk.window for chunk in chunks for node in chunk.nodes}
+    result: dict[int, Counter[str]] = {}
+    current = 0
+    for node in nodes:
+        if node.seq in window_of:
+            current = window_of[node.seq]
+        elif isinstance(node.payload, EntryOutcome) and node.payload.dropped and chunks:
+            result.setdefault(current, Counter())[node.payload.dropped] += 1
+    return result
+
+
+def _plan_chunk(
+    plan: SessionPlan,
+    scope: SessionScope,
+    tags: list[str],
+    scopes: list[list[str]] | None,
+    bank_ids: dict[str, str],
+    settings: Settings,
+    store: RecordStore,
+    strategy: Any,
+    run_id: str,
+    include_content: bool,
+    segment: str,
+    leaf: EntryNode,
+    chunk: Chunk,
+    dropped: Counter[str],
+) -> None:
+    findings = Findings()
+    removed: Counter[str] = Counter()
+    parts: list[bytes] = []
+    for node in chunk.nodes:
+        outcome = node.payload
+        assert isinstance(outcome, EntryOutcome) and outcome.handle is not None
+        parts.append(store.get(outcome.handle))
+        removed.update(outcome.removed)
+        if outcome.findings:
+            findings.add(outcome.findings)
+    content = b"\n".join(parts).decode("utf-8")
+    plan.redactions.update(findings.counts)
+    digest = content_sha256(content)
+    context = session_context(scope)
+    decision = route_content(
+        settings,
+        content,
+        context=context,
+        cwd=scope.cwd,
+        project_bank_id=bank_ids["project"],
+        session_file=scope.session_file,
+        base_tags=tags,
+        redactions=findings.counts,
+        strategy=strategy,
+    )
+    first = plan.session.entries[chunk.nodes[0].seq]
+    timestamp = valid_timestamp(first.timestamp) or valid_timestamp(scope.started)
+    common: dict[str, Any] = {
+        "run_id": run_id,
+        "source_file": str(plan.path),
+        "session_id": scope.session_id,
+        "leaf": leaf.id,
+        "segment": segment,
+        "chunk_index": chunk.window,
+        "first_entry_id": chunk.first_entry_id,
+        "last_entry_id": chunk.last_entry_id,
+        "turns": chunk.turns,
+        "decision": decision,
+        "observation_scopes": scopes,
+        "content_sha256": digest,
+        "bytes": len(content.encode("utf-8")),
+        "messages_kept": len(chunk.nodes),
+        "messages_dropped": dict(dropped),
+        "blocks_removed": dict(removed),
+        "redactions": dict(findings.counts),
+        "fingerprints": sorted(findings.fingerprints),
+        "content": content if include_content else None,
+    }
+    writing = [t for t in decision.targets if t.will_write]
+    if not writing:
+        status = "skipped" if decision.route == "skip" else "not-written"
+        plan.rows.append(ManifestRow(**common, document_id=None, bank_role=None, bank_id=None, tags=tags,
+                                     item_sha256=None, status=status))
+        return
+    ids = {t.bank_role: document_id(scope.session_id, t.bank_role, segment, chunk.window) for t in writing}
+    for target in writing:
+        others = [doc for role, doc in ids.items() if role != target.bank_role]
+        item = RetainItem(
+            content=content,
+            context=context,
+            timestamp=timestamp,
+            document_id=ids[target.bank_role],
+            tags=target.tags,
+            observation_scopes=scopes,
+            metadata=item_metadata(
+                scope, bank_role=target.bank_role, segment=segment, window=chunk.window,
+                first_entry=chunk.first_entry_id, last_entry=chunk.last_entry_id, content_hash=digest,
+                settings=settings, route=decision.route, other_document_id=others[0] if others else None,
+            ),
+        )
+        hashed = item_sha256(target.bank_id, item)
+        plan.items.append(PlannedItem(item, target.bank_id, target.bank_role, hashed))
+        plan.rows.append(ManifestRow(**common, document_id=item.document_id, bank_role=target.bank_role,
+                                     bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))
+
+
+@dataclass
+class ImportSummary:
+    run_id: str
+    mode: str
+    user_retain_modes: set[str] = field(default_factory=set)
+    files: int = 0
+    sessions: int = 0
+    unchanged_files: int = 0
+    filtered_out: int = 0
+    not_sessions: list[dict[str, str]] = field(default_factory=list)
+    bytes_read: int = 0
+    entries: int = 0
+    malformed_lines: list[dict[str, Any]] = field(default_factory=list)
+    malformed_total: int = 0
+    glued_lines: int = 0
+    truncated_tails: int = 0
+    messages_kept: int = 0
+    messages_dropped: Counter[str] = field(default_factory=Counter)
+    blocks_removed: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    chunks: int = 0
+    routes: Counter[str] = field(default_factory=Counter)
+    items: Counter[str] = field(default_factory=Counter)  # by bank role
+    statuses: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    manifest: str | None = None
+    ledger: str | None = None
+
+    MAX_LISTED = 50
+
+    def to_dict(self) -> dict[str, Any]:
+        mb = self.bytes_read / 1e6
+        return {
+            "run_id": self.run_id,
+            "mode": self.mode,
+            "user_retain_mode": sorted(self.user_retain_modes),
+            "router_mode_on": "router" in self.user_retain_modes,
+            "files": self.files,
+            "sessions": self.sessions,
+            "unchanged_files": self.unchanged_files,
+            "filtered_out": self.filtered_out,
+            "not_sessions": self.not_sessions,
+            "bytes_read": self.bytes_read,
+            "entries": self.entries,
+            "malformed_lines": self.malformed_total,
+            "malformed": self.malformed_lines[: self.MAX_LISTED],
+            "glued_lines": self.glued_lines,
+            "truncated_tails": self.truncated_tails,
+            "messages_kept": self.messages_kept,
+            "messages_dropped": dict(sorted(self.messages_dropped.items())),
+            "blocks_removed": dict(sorted(self.blocks_removed.items())),
+            "redactions": dict(sorted(self.redactions.items())),
+            "chunks": self.chunks,
+            "routes": dict(sorted(self.routes.items())),
+            "items_by_bank_role": dict(sorted(self.items.items())),
+            "statuses": dict(sorted(self.statuses.items())),
+            "seconds": round(self.seconds, 3),
+            "mb_per_second": round(mb / self.seconds, 1) if self.seconds > 0 else None,
+            "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+            "manifest": self.manifest,
+            "ledger": self.ledger,
+        }
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
+
+
+class Importer:
+    """Runs an import over many files: one ledger, one manifest, per-session configuration."""
+
+    def __init__(self, resolver: ConfigResolver, ledger: Ledger, options: ImportOptions, files: list[Path]) -> None:
+        self.resolver = resolver
+        self.ledger = ledger
+        self.options = options
+        self.files = files
+        self.summary = ImportSummary(new_run_id(), "dry-run")
+        self.times = StageTimes()
+        self.redactors: dict[tuple[str, ...], Redactor] = {}
+        self._key = ledger.fingerprint_key()
+
+    def _redactor(self, settings: Settings) -> Redactor:
+        hosts = tuple(settings.redaction.private_hosts)
+        if hosts not in self.redactors:
+            self.redactors[hosts] = Redactor(self._key, hosts)
+        return self.redactors[hosts]
+
+    def run(self) -> ImportSummary:
+        summary = self.summary
+        started = time.perf_counter()
+        manifest = ManifestWriter(self.options.manifest)
+        summary.manifest = str(self.options.manifest) if self.options.manifest else None
+        summary.ledger = str(self.ledger.path)
+        self.ledger.start_run(summary.run_id, "import", summary.mode)
+        known = self.ledger.sources()
+        applied = self.ledger.document_hashes()
+        total = sum(p.stat().st_size for p in self.files)
+        status = "failed"
+        try:
+            with tqdm(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
+                      desc="import", leave=False) as bar:
+                for path in self.files:
+                    self._one(path, known, applied, manifest)
+                    bar.update(path.stat().st_size)
+            status = "ok"
+        finally:
+            manifest.close()
+            summary.seconds = time.perf_counter() - started
+            summary.stage_seconds = {
+                "read+parse": self.times.extra.get("read", 0.0),
+                "filter+project": self.times.project,
+                "redact": self.times.redact,
+                "chunk+route": self.times.extra.get("chunk+route", 0.0),
+                "manifest+ledger": self.times.extra.get("sink", 0.0),
+            }
+            self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+        return summary
+
+    def _one(
+        self,
+        path: Path,
+        known: dict[str, SourceState],
+        applied: dict[tuple[str, str], tuple[str, str]],
+        manifest: ManifestWriter,
+    ) -> None:
+        summary = self.summary
+        summary.files += 1
+        stat = path.stat()
+        header = peek_header(path)
+        if isinstance(header, str):
+            summary.not_sessions.append({"file": str(path), "reason": header})
+            return
+        if not self._wanted(header, stat.st_mtime):
+            summary.filtered_out += 1
+            return
+        resolved = self.resolver.for_cwd(header.cwd)
+        settings = resolved.settings
+        summary.user_retain_modes.add(settings.user_retain.mode)
+        shape = settings_hash(settings)
+        key = str(path)
+        previous = known.get(key)
+        summary.sessions += 1
+        if (
+            previous is not None
+            and not self.options.include_content
+            and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
+        ):
+            rows = self.ledger.manifest_rows(previous.last_run_id, key)
+            if rows:
+                self._reuse(rows, applied, manifest)
+                summary.unchanged_files += 1
+                self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
+                return
+        plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
+                            self.options.include_content, self.times)
+        t0 = time.perf_counter()
+        self._account(plan)
+        rows_json = []
+        for row in plan.rows:
+            data = row.as_json()
+            data["status"] = self._status(data, applied)
+            manifest.write_json(data)
+            data.pop("content", None)
+            rows_json.append(data)
+        self._count_rows(rows_json)
+        self.ledger.add_manifest_rows(rows_json)
+        self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
+        self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
+
+    def _wanted(self, header: SessionHeader, mtime: float) -> bool:
+        options = self.options
+        if options.since is not None and datetime.fromtimestamp(mtime, tz=UTC) < options.since:
+            return False
+        if options.cwd_filter is not None:
+            cwd = (header.cwd or "").rstrip("/")
+            wanted = options.cwd_filter.rstrip("/")
+            if cwd != wanted and not cwd.startswith(wanted + "/"):
+                return False
+        if options.project_filter is not None:
+            project = self.resolver.for_cwd(header.cwd).settings.project_name or Path(header.cwd or "").name
+            if project != options.project_filter:
+                return False
+        return True
+
+    def _status(self, row: dict[str, Any], applied: dict[tuple[str, str], tuple[str, str]]) -> str:
+        if row["status"] != "planned":
+            return str(row["status"])
+        done = applied.get((row["bank_id"], row["document_id"]))
+        if done and done[0] == row["item_sha256"] and done[1] in ("sent", "confirmed"):
+            return "unchanged"
+        return "planned"
+
+    def _reuse(
+        self, rows: list[dict[str, Any]], applied: dict[tuple[str, str], tuple[str, str]], manifest: ManifestWriter
+    ) -> None:
+        """An unchanged source: its rows from the run that last read it, with a fresh status and run id."""
+        for data in rows:
+            data["run_id"] = self.summary.run_id
+            if data["status"] in ("planned", "unchanged"):
+                data["status"] = "planned"
+                data["status"] = self._status(data, applied)
+            manifest.write_json(data)
+        self._count_rows(rows)
+        self.ledger.add_manifest_rows(rows)
+
+    def _count_rows(self, rows: list[dict[str, Any]]) -> None:
+        summary = self.summary
+        seen_chunks: set[tuple[str, int]] = set()
+        for row in rows:
+            summary.statuses[row["status"]] += 1
+            chunk_key = (row["segment"], row["chunk_index"])
+            if chunk_key not in seen_chunks:
+                seen_chunks.add(chunk_key)
+                summary.chunks += 1
+                summary.routes[row["decision"]["route"]] += 1
+            if row.get("bank_role"):
+                summary.items[row["bank_role"]] += 1
+
+    def _account(self, plan: SessionPlan) -> None:
+        summary = self.summary
+        session = plan.session
+        summary.bytes_read += session.size
+        summary.entries += len(session.entries)
+        summary.malformed_total += len(session.malformed)
+        for problem in session.malformed:
+            if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:
+                summary.malformed_lines.append({"file": str(plan.path), "line": problem.lineno, "reason": problem.reason})
+        summary.glued_lines += len(session.glued_lines)
+        summary.truncated_tails += int(session.truncated_tail)
+        summary.messages_kept += plan.kept
+        summary.messages_dropped.update(plan.dropped)
+        summary.blocks_removed.update(plan.removed)
+        summary.redactions.update(plan.redactions)

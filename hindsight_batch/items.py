@@ -1,0 +1,193 @@
+"""Everything that turns a chunk into a Hindsight retain item: ids, tags, scopes, metadata, context, timestamp."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hindsight_batch import __version__
+from hindsight_batch.config.model import Settings
+from hindsight_batch.errors import ConfigError
+from hindsight_batch.session.model import SessionHeader
+
+ID_SCHEME = "pi-import/1"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionScope:
+    """Who a session is: the values behind tags and placeholders."""
+
+    session_id: str
+    parent_id: str
+    cwd: str
+    basedir: str
+    project: str
+    session_file: str
+    started: str | None
+
+    def placeholders(self) -> dict[str, str]:
+        return {
+            "session": self.session_id,
+            "parent": self.parent_id,
+            "cwd": self.cwd,
+            "basedir": self.basedir,
+            "project": self.project,
+        }
+
+
+def session_scope(header: SessionHeader, session_file: str, settings: Settings) -> SessionScope:
+    cwd = header.cwd or ""
+    basedir = PurePath(cwd).name if cwd else "unknown"
+    return SessionScope(
+        session_id=header.id,
+        parent_id=header.parent_session_id or header.id,
+        cwd=cwd,
+        basedir=basedir,
+        project=settings.project_name or basedir,
+        session_file=session_file,
+        started=header.timestamp,
+    )
+
+
+def slug(text: str, limit: int = 40) -> str:
+    value = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return value[:limit].strip("-") or "project"
+
+
+def project_bank_id(scope: SessionScope, settings: Settings) -> str:
+    """The configured project bank, else one derived from the project name and the cwd (stable per folder)."""
+    if settings.banks.project.bank_id:
+        return settings.banks.project.bank_id
+    digest = hashlib.sha256(scope.cwd.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"pi-{slug(scope.project)}-{digest}"
+
+
+def expand(template: str, scope: SessionScope, key: str) -> str:
+    """``{project}`` alone becomes the full tag ``project:<name>``; inside a longer string, the bare value."""
+    values = scope.placeholders()
+    whole = _PLACEHOLDER.fullmatch(template)
+    if whole:
+        name = whole.group(1)
+        if name not in values:
+            raise ConfigError("config", key, f"unknown placeholder {{{name}}} (known: {', '.join(sorted(values))})")
+        return f"{name}:{values[name]}"
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ConfigError("config", key, f"unknown placeholder {{{name}}} (known: {', '.join(sorted(values))})")
+        return values[name]
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def base_tags(scope: SessionScope, settings: Settings) -> list[str]:
+    tags = [
+        "harness:pi",
+        f"session:{scope.session_id}",
+        f"parent:{scope.parent_id}",
+        f"cwd:{scope.cwd}",
+        f"basedir:{scope.basedir}",
+        f"project:{scope.project}",
+        "store_method:import",
+    ]
+    tags += [expand(tag, scope, f"constantTags[{i}]") for i, tag in enumerate(settings.constant_tags)]
+    return list(dict.fromkeys(tags))
+
+
+def observation_scopes(scope: SessionScope, settings: Settings) -> list[list[str]] | None:
+    if settings.observation_scopes is None:
+        return None
+    return [
+        [expand(tag, scope, f"observationScopes[{i}][{j}]") for j, tag in enumerate(group)]
+        for i, group in enumerate(settings.observation_scopes)
+    ]
+
+
+def document_id(session_id: str, bank_role: str, segment: str, window: int) -> str:
+    """Stable as the session grows: a window's id depends on its branch segment and position only."""
+    return f"pi-import:{session_id}:{bank_role}:{segment}:w{window:04d}"
+
+
+def valid_timestamp(value: str | None) -> str | None:
+    """An ISO timestamp the server accepts, or None (the server then uses the time of the retain)."""
+    if not value:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return value if stamp.year >= 1971 else None
+
+
+def content_sha256(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class RetainItem(BaseModel):
+    """One item of a ``retainBatch`` request (``MemoryItem`` in the server's OpenAPI spec)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str
+    context: str
+    timestamp: str | None
+    document_id: str
+    update_mode: str = "replace"
+    tags: list[str]
+    observation_scopes: list[list[str]] | None
+    metadata: dict[str, str]
+
+    def payload(self) -> dict[str, Any]:
+        data = self.model_dump()
+        if data["timestamp"] is None:
+            del data["timestamp"]
+        if data["observation_scopes"] is None:
+            del data["observation_scopes"]
+        return data
+
+
+def session_context(scope: SessionScope) -> str:
+    return f"Pi coding session {scope.session_id} in {scope.basedir} (historical import)"
+
+
+def item_metadata(
+    scope: SessionScope,
+    *,
+    bank_role: str,
+    segment: str,
+    window: int,
+    first_entry: str,
+    last_entry: str,
+    content_hash: str,
+    settings: Settings,
+    route: str,
+    other_document_id: str | None,
+) -> dict[str, str]:
+    metadata = {
+        "source": "hindsight-batch",
+        "source_file": scope.session_file,
+        "session_id": scope.session_id,
+        "cwd": scope.cwd,
+        "bank_role": bank_role,
+        "segment": segment,
+        "window": str(window),
+        "first_entry_id": first_entry,
+        "last_entry_id": last_entry,
+        "content_hash": content_hash,
+        "id_scheme": ID_SCHEME,
+        "chunk_turns": str(settings.import_.turns_per_chunk),
+        "chunk_bytes": str(settings.import_.max_chunk_bytes),
+        "route": route,
+        "tool_version": __version__,
+    }
+    if other_document_id:
+        metadata["other_document_id"] = other_document_id
+    return metadata

@@ -1,0 +1,266 @@
+"""Turn one session entry into the compact record that may be retained, or say why nothing is.
+
+The record keeps the entry's shape so that ``strip`` works as in the live extension::
+
+    {"type":"message","id":…,"parentId":…,"timestamp":"<ISO>",
+     "message":{"role":…,"content":[…blocks…], …role fields…}}
+
+Only known fields are copied (so a new field pi adds never leaks in unannounced); ``strip.topLevel`` and
+``strip.message`` then remove keys. Blocks: ``text``, ``thinking`` (no signature), ``toolCall`` as name and
+arguments, ``image`` as a small note (never the base64 data). Text longer than ``import.maxBlockChars`` is cut.
+
+What happens to entries that are not plain messages (documented in the README):
+* ``hindsight-recall`` and every ``hindsight…`` custom type: dropped (S1), whatever the settings.
+* other ``custom_message`` entries and ``custom``-role messages: dropped unless their ``customType`` matches
+  ``import.retainCustomTypes``; then retained as role ``custom`` with their text.
+* ``bashExecution`` (the user's ``!cmd``): treated as the tool ``bash`` run by the user: its command is kept when
+  ``retainContent.assistant`` has ``toolCall`` and ``toolFilter.toolCall`` admits ``bash``; its output when
+  ``retainContent.toolResult`` has ``text`` and ``toolFilter.toolResult`` admits ``bash``. ``!!`` commands
+  (excluded from context by the user) are always dropped.
+* ``compaction`` and ``branch_summary``: not retained (model-written restatements of transcript that is imported
+  itself); counted as ``summary``. Exception: with ``import.compaction = context`` (pi's own view: the last
+  compaction's summary, the entries it kept, and what followed) the summary is retained as role
+  ``compactionSummary``, since it then stands in for the entries left out.
+* everything else (model and thinking changes, labels, session info, ``custom`` state): not messages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from typing import Any
+
+from hindsight_batch.config.model import Settings, ToolRule
+from hindsight_batch.retention import memory_filter as mf
+
+_MESSAGE_TYPES = {"message", "custom_message", "compaction", "branch_summary"}
+_ROLE_FIELDS: dict[str, tuple[str, ...]] = {
+    "user": ("timestamp",),
+    "assistant": ("api", "provider", "model", "stopReason", "usage", "responseId", "timestamp"),
+    "toolResult": ("toolName", "isError", "timestamp"),
+    "custom": ("customType", "timestamp"),
+}
+
+
+@dataclass(slots=True)
+class Projection:
+    """The outcome for one entry. ``record`` is ``None`` when the entry contributes nothing."""
+
+    role: str | None = None
+    record: dict[str, Any] | None = None
+    dropped: str | None = None  # why a message was not retained; None for non-message entries
+    removed: Counter[str] = field(default_factory=Counter)  # blocks or spans removed, by reason
+
+    @property
+    def is_message(self) -> bool:
+        return self.record is not None or self.dropped is not None
+
+
+def tool_allowed(rule: ToolRule, name: str) -> bool:
+    if rule.include is not None:
+        return any(fnmatchcase(name, pattern) for pattern in rule.include)
+    if rule.exclude is not None:
+        return not any(fnmatchcase(name, pattern) for pattern in rule.exclude)
+    return True
+
+
+def iso_from_ms(value: object) -> str | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            stamp = datetime.fromtimestamp(value / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return value if isinstance(value, str) else None
+
+
+class Projector:
+    """Projects the entries of one session file, in file order (it remembers hindsight tool-call ids)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._content = settings.retain_content
+        self._strip = settings.strip
+        self._tools = settings.tool_filter
+        self._custom_types = settings.import_.retain_custom_types
+        self._max_chars = settings.import_.max_block_chars
+        self._compaction_context = settings.import_.compaction == "context"
+        self._hindsight_call_ids: set[str] = set()
+
+    def project(self, entry: dict[str, Any]) -> Projection:
+        entry_type = entry.get("type")
+        if entry_type not in _MESSAGE_TYPES:
+            return Projection()
+        if entry_type == "compaction" and self._compaction_context:
+            return self._summary(entry)
+        if entry_type in ("compaction", "branch_summary"):
+            return Projection(dropped="summary")
+        if entry_type == "custom_message":
+            message = {
+                "role": "custom",
+                "customType": entry.get("customType"),
+                "content": entry.get("content"),
+                "timestamp": entry.get("timestamp"),
+            }
+        else:
+            message = entry.get("message")
+            if not isinstance(message, dict):
+                return Projection(dropped="malformed")
+        role = message.get("role")
+        out = Projection(role=role if isinstance(role, str) else None)
+        if role == "custom":
+            if mf.is_memory_custom_type(message.get("customType")):
+                out.dropped = "recall"
+                return out
+            if not any(fnmatchcase(str(message.get("customType")), p) for p in self._custom_types):
+                out.dropped = "custom-message"
+                return out
+            blocks = self._blocks(message.get("content"), ["text"], out)
+        elif role == "user":
+            blocks = self._blocks(message.get("content"), self._content.user, out)
+        elif role == "assistant":
+            blocks = self._blocks(message.get("content"), self._content.assistant, out)
+        elif role == "toolResult":
+            name = str(message.get("toolName") or "")
+            if mf.is_hindsight_tool(name) or message.get("toolCallId") in self._hindsight_call_ids:
+                out.dropped = "hindsight-tool"
+                return out
+            if not self._content.tool_result:
+                out.dropped = "retain-content"
+                return out
+            if not tool_allowed(self._tools.tool_result, name):
+                out.dropped = "tool-filter"
+                return out
+            blocks = self._blocks(message.get("content"), self._content.tool_result, out)
+        elif role == "bashExecution":
+            return self._bash(entry, message, out)
+        else:
+            out.dropped = "unknown-role"
+            return out
+        if not blocks:
+            out.dropped = "recall" if out.removed.get("recall-block") else "empty"
+            return out
+        fields = {key: message[key] for key in _ROLE_FIELDS.get(str(role), ()) if key in message}
+        if "timestamp" in fields:
+            fields["timestamp"] = iso_from_ms(fields["timestamp"])
+        out.record = self._record(entry, {"role": role, "content": blocks, **fields})
+        return out
+
+    def _record(self, entry: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+        top = {
+            "type": entry.get("type"),
+            "id": entry.get("id"),
+            "parentId": entry.get("parentId"),
+            "timestamp": entry.get("timestamp"),
+        }
+        for key in self._strip.top_level:
+            top.pop(key, None)
+        for key in self._strip.message:
+            message.pop(key, None)
+        return {**top, "message": message}
+
+    def _cut(self, text: str, out: Projection) -> str:
+        if len(text) <= self._max_chars:
+            return text
+        out.removed["cut-long-text"] += 1
+        return text[: self._max_chars] + f"…[cut {len(text) - self._max_chars} chars]"
+
+    def _text(self, text: str, out: Projection) -> str | None:
+        """S1 on one piece of text: drop it if it is injected memory, excise spliced memory blocks."""
+        if mf.starts_with_memory(text):
+            out.removed["recall-block"] += 1
+            return None
+        text, spans = mf.excise_memory(text)
+        if spans:
+            out.removed["recall-span"] += spans
+        return self._cut(text, out) if text.strip() else None
+
+    def _blocks(self, content: Any, allowed: list[str], out: Projection) -> list[dict[str, Any]]:
+        if content is None:
+            return []
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return []
+        blocks: list[dict[str, Any]] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "toolCall":
+                name = str(block.get("name") or "")
+                if mf.is_hindsight_tool(name):
+                    if isinstance(block.get("id"), str):
+                        self._hindsight_call_ids.add(block["id"])
+                    out.removed["hindsight-tool-call"] += 1
+                    continue
+                if "toolCall" not in allowed:
+                    out.removed["retain-content"] += 1
+                    continue
+                if not tool_allowed(self._tools.tool_call, name):
+                    out.removed["tool-filter"] += 1
+                    continue
+                arguments, spans = mf.scrub_value(block.get("arguments"))
+                if spans:
+                    out.removed["recall-span"] += spans
+                blocks.append({"type": "toolCall", "name": name, "arguments": self._cut_value(arguments, out)})
+            elif kind not in allowed:
+                out.removed["retain-content"] += 1
+            elif kind == "text" and isinstance(block.get("text"), str):
+                text = self._text(block["text"], out)
+                if text is not None:
+                    blocks.append({"type": "text", "text": text})
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                text = self._text(block["thinking"], out)
+                if text is not None:
+                    blocks.append({"type": "thinking", "thinking": text})
+            elif kind == "image":
+                data = block.get("data")
+                size = len(data) if isinstance(data, str) else 0
+                blocks.append(
+                    {"type": "image", "mimeType": block.get("mimeType"), "note": f"image omitted ({size} bytes of base64)"}
+                )
+        return blocks
+
+    def _cut_value(self, value: Any, out: Projection) -> Any:
+        if isinstance(value, str):
+            return self._cut(value, out)
+        if isinstance(value, dict):
+            return {key: self._cut_value(item, out) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._cut_value(item, out) for item in value]
+        return value
+
+    def _summary(self, entry: dict[str, Any]) -> Projection:
+        """With ``import.compaction = context`` the compaction summary stands in for what it replaced."""
+        out = Projection(role="compactionSummary")
+        text = self._text(str(entry.get("summary") or ""), out)
+        if text is None:
+            out.dropped = "empty"
+            return out
+        message = {"role": "compactionSummary", "content": [{"type": "text", "text": text}]}
+        out.record = self._record(entry, message)
+        return out
+
+    def _bash(self, entry: dict[str, Any], message: dict[str, Any], out: Projection) -> Projection:
+        if message.get("excludeFromContext"):
+            out.dropped = "excluded-from-context"
+            return out
+        fields: dict[str, Any] = {"role": "bashExecution"}
+        if "toolCall" in self._content.assistant and tool_allowed(self._tools.tool_call, "bash"):
+            command = self._text(str(message.get("command") or ""), out)
+            if command is not None:
+                fields["command"] = command
+        if "text" in self._content.tool_result and tool_allowed(self._tools.tool_result, "bash"):
+            output = self._text(str(message.get("output") or ""), out)
+            if output is not None:
+                fields["output"] = output
+            if "exitCode" in message:
+                fields["exitCode"] = message["exitCode"]
+        if len(fields) == 1:
+            out.dropped = "retain-content"
+            return out
+        fields["timestamp"] = iso_from_ms(message.get("timestamp"))
+        out.record = self._record(entry, fields)
+        return out

@@ -1,0 +1,115 @@
+"""Per-entry retention: S1 filter and projection, then redaction (S3), then the compact JSON line.
+
+:class:`RecordMaker` is the reader's visitor during an import: it turns each entry into a small
+:class:`EntryOutcome` kept on the entry's index row. Record bytes go to a :class:`RecordStore`, which keeps them in
+memory up to a budget and spills the rest to a temporary file, so a session of any size stays within bounded RAM.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from hindsight_batch.config.model import Settings
+from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.retention.projection import Projector
+from hindsight_batch.session.model import EntryNode
+
+
+class RecordStore:
+    """Append-only byte store: in memory up to ``memory_budget`` bytes, then in an anonymous temporary file."""
+
+    def __init__(self, memory_budget: int = 64 << 20) -> None:
+        self._budget = memory_budget
+        self._used = 0
+        self._memory: list[bytes] = []
+        self._file: IO[bytes] | None = None
+
+    def put(self, data: bytes) -> int:
+        """Return a handle: ``>= 0`` for memory, ``< 0`` for an offset into the spill file."""
+        if self._used + len(data) <= self._budget:
+            self._used += len(data)
+            self._memory.append(data)
+            return len(self._memory) - 1
+        if self._file is None:
+            self._file = tempfile.TemporaryFile()
+        self._file.seek(0, 2)
+        offset = self._file.tell()
+        self._file.write(len(data).to_bytes(8, "little") + data)
+        return -1 - offset
+
+    def get(self, handle: int) -> bytes:
+        if handle >= 0:
+            return self._memory[handle]
+        assert self._file is not None
+        self._file.seek(-1 - handle)
+        size = int.from_bytes(self._file.read(8), "little")
+        return self._file.read(size)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._memory.clear()
+
+
+@dataclass(slots=True)
+class EntryOutcome:
+    """What one entry contributes. ``handle`` is set when a record was kept."""
+
+    role: str | None
+    dropped: str | None
+    removed: Counter[str]
+    handle: int | None = None
+    size: int = 0
+    findings: Findings | None = None
+
+    @property
+    def is_message(self) -> bool:
+        return self.handle is not None or self.dropped is not None
+
+
+def dump_record(record: dict[str, Any]) -> bytes:
+    """Compact JSON, non-ASCII kept; a lone surrogate (JSON allows it, UTF-8 does not) becomes '?'."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "replace")
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage; the benchmark reports them."""
+
+    project: float = 0.0
+    redact: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class RecordMaker:
+    """The reader visitor for one session file."""
+
+    def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes) -> None:
+        self._projector = Projector(settings)
+        self._redactor = redactor
+        self._store = store
+        self._times = times
+
+    def __call__(self, entry: dict[str, Any], node: EntryNode) -> EntryOutcome | None:
+        t0 = time.perf_counter()
+        projection = self._projector.project(entry)
+        t1 = time.perf_counter()
+        self._times.project += t1 - t0
+        if not projection.is_message:
+            return None
+        outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
+        if projection.record is not None:
+            findings = Findings()
+            record = self._redactor.redact_value(projection.record, findings)
+            data = dump_record(record)
+            outcome.handle = self._store.put(data)
+            outcome.size = len(data)
+            outcome.findings = findings or None
+            self._times.redact += time.perf_counter() - t1
+        return outcome

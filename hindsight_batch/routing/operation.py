@@ -1,0 +1,46 @@
+"""The one routing operation every command uses (``import``, catch-up, ``route``): no routing logic elsewhere."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hindsight_batch.config.model import Settings
+from hindsight_batch.errors import ConfigError
+from hindsight_batch.routing.models import MemoryRouteDecision, Missions, RoutingStrategyInput
+from hindsight_batch.routing.strategy import STRATEGIES, RoutingStrategy
+
+
+def strategy_for(settings: Settings, source: str = "config") -> RoutingStrategy:
+    name = settings.routing.strategy
+    factory = STRATEGIES.get(name)
+    if factory is None:
+        known = ", ".join(sorted(STRATEGIES))
+        raise ConfigError(source, "routing.strategy", f"unknown strategy {name!r} (known: {known})")
+    return factory()
+
+
+def route_content(
+    settings: Settings,
+    content: str,
+    *,
+    context: str | None = None,
+    cwd: str | None = None,
+    project_bank_id: str | None = None,
+    session_file: str | None = None,
+    base_tags: list[str] | None = None,
+    redactions: Mapping[str, int] | None = None,
+    strategy: RoutingStrategy | None = None,
+) -> MemoryRouteDecision:
+    data = RoutingStrategyInput(
+        content=content,
+        context=context,
+        config=settings,
+        missions=Missions(project=settings.banks.project.mission, global_=settings.banks.user.mission),
+        cwd=cwd,
+        project_bank_id=project_bank_id or settings.banks.project.bank_id,
+        user_bank_id=settings.banks.user.bank_id,
+        session_file=session_file,
+        base_tags=list(base_tags or []),
+        redactions=dict(redactions or {}),
+    )
+    return (strategy or strategy_for(settings)).route(data)

@@ -1,0 +1,189 @@
+"""Routing strategies: the protocol, the two shipped strategies, and lookup by name.
+
+``project-global-default`` classifies a chunk as project / User Bank (``global``) / both / skip. Confidence bands:
+
+* >= 0.80  high: the only band in which a User Bank-only route is allowed (``USER_BANK_MIN_CONFIDENCE``);
+* 0.60 – 0.80  medium: project routes, ``both`` for ambiguous content, or skip on a clear transient signal;
+* <  0.60  low: no clear signal; a transcript chunk then stays with its project (0.5).
+
+Safety, in order of precedence: a secret that redaction replaced under policy ``skip``, or credential-like text
+that no rule caught, skips the chunk; redacted content is never routed to the User Bank; transient artifacts,
+screenshots and command or test output skip a chunk unless durable content outweighs them; an ambiguous mix goes
+to ``both`` (or stays project-only when project work dominates), never to the User Bank alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from hindsight_batch.routing.models import (
+    USER_BANK_MIN_CONFIDENCE,
+    MemoryRoute,
+    MemoryRouteDecision,
+    RouteTarget,
+    RoutingBankRole,
+    RoutingStrategyInput,
+)
+from hindsight_batch.routing.signals import SignalMatches, extract_text, find_signals, mission_hits, mission_terms
+
+
+class RoutingStrategy(Protocol):
+    name: str
+
+    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision: ...
+
+
+_ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
+    "project": ["project"], "global": ["project", "global"], "both": ["project", "global"], "skip": [],
+}
+
+
+def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, SignalMatches, list[str], list[str]]:
+    """Return route, confidence, reason, the signals, matched-signal labels and safety notes."""
+    text = extract_text(data.content)
+    if data.context:
+        text = f"{text}\n{data.context}"
+    found = find_signals(text)
+    lower = text.lower()
+    matched: list[str] = [label for (_cat, label) in sorted(found.labels, key=lambda k: ("skip", "global", "project").index(k[0]))]
+    notes: list[str] = []
+    g, p = found.score("global"), found.score("project")
+    for category, mission in (("project", data.missions.project), ("global", data.missions.global_)):
+        hits = mission_hits(lower, mission_terms(mission))
+        if hits:
+            matched.append(f"{category} mission:{'/'.join(hits[:3])}")
+            if category == "project":
+                p += 1
+            else:
+                g += 1
+    if data.redactions:
+        listed = ", ".join(f"{rule}×{n}" for rule, n in sorted(data.redactions.items()))
+        notes.append(f"secrets redacted before routing ({listed}); never sent to the User Bank")
+        if data.config.redaction.policy == "skip":
+            return "skip", 0.95, "secret found and redaction.policy=skip", found, matched, notes
+    if found.has("skip", "secret-like content"):
+        notes.append("credential-like content that no redaction rule caught: skipped, not retained")
+        return "skip", 0.9, "credential-like content", found, matched, notes
+    durable = g + p
+    transient = [label for label in ("transient artifact path", "screenshot artifact") if found.has("skip", label)]
+    if transient and durable < 3:
+        notes.append("transient artifact: not retained")
+        return "skip", 0.85, f"transient artifact ({', '.join(transient)})", found, matched, notes
+    if found.text_lines >= 3 and found.output_ratio >= 0.6 and durable < 3:
+        matched.append("command/test output")
+        notes.append("temporary command or test output: not retained")
+        return "skip", 0.85, "temporary command or test output", found, matched, notes
+    if found.has("skip", "temporary detail") and durable < 2:
+        notes.append("marked temporary: not retained")
+        return "skip", 0.8, "temporary detail", found, matched, notes
+    if transient or found.has("skip", "temporary detail"):
+        notes.append("mentions transient artifacts or temporary details; durable content kept")
+    global_labels = found.label_set("global")
+    if g == 0 and p == 0:
+        return "project", 0.5, "no strong signal; a transcript stays with its project", found, matched, notes
+    if p == 0:
+        confidence = min(0.95, 0.7 + 0.1 * g)
+        route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
+        return route, confidence, "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")", found, matched, notes
+    if g == 0:
+        return "project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes
+    if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
+        return "project", 0.75, "a user preference scoped to this project", found, matched, notes
+    if global_labels == {"identity"} and p >= 2:
+        return "project", 0.7, "identity-like detail inside project work", found, matched, notes
+    if p >= 2 * g + 2:
+        return "project", 0.7, "mostly project work; User Bank signals are incidental", found, matched, notes
+    notes.append("ambiguous between project and User Bank: both, with conservative tags")
+    return "both", 0.6, "ambiguous project/User Bank content", found, matched, notes
+
+
+class ProjectGlobalDefault:
+    """The heuristic strategy."""
+
+    name = "project-global-default"
+    writes_anything = True
+
+    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision:
+        route, confidence, reason, found, matched, notes = _classify(data)
+        if data.redactions and route in ("global", "both"):
+            route, reason = "project", reason + "; redacted content stays in the project bank"
+        return _decide(self, data, route, round(confidence, 2), reason, found, matched, notes)
+
+
+class DryRunOnly(ProjectGlobalDefault):
+    """Explains what the default strategy would do and writes nothing, in any mode."""
+
+    name = "dry-run-only"
+    writes_anything = False
+
+
+def _decide(
+    strategy: ProjectGlobalDefault,
+    data: RoutingStrategyInput,
+    route: MemoryRoute,
+    confidence: float,
+    reason: str,
+    found: SignalMatches,
+    matched: list[str],
+    notes: list[str],
+) -> MemoryRouteDecision:
+    settings = data.config
+    mode = settings.user_retain.mode
+    banks = {"project": settings.banks.project, "global": settings.banks.user}
+    ids: dict[RoutingBankRole, str | None] = {"project": data.project_bank_id, "global": data.user_bank_id}
+    roles = list(_ROLES[route])
+    if route == "global" and mode == "router" and not (banks["global"].enabled and ids["global"]):
+        roles = ["project"]
+        notes.append("User Bank disabled or without a bank id: kept in the project bank instead")
+    writes: list[RoutingBankRole] = []
+    targets: list[RouteTarget] = []
+    for role in roles:
+        will = strategy.writes_anything and route != "skip"
+        if role == "global":
+            if mode != "router":
+                will = False
+                notes.append("explicit-only mode: User Bank suggested, not written (project bank only)")
+            elif not (banks["global"].enabled and ids["global"]):
+                will = False
+                notes.append("User Bank disabled or without a bank id: User Bank target dropped")
+            elif route == "both":
+                notes.append("User Bank candidate: keep only durable cross-project facts")
+        elif role == "project" and route == "global" and mode == "router":
+            continue  # router mode writes a confident User Bank route to the User Bank alone
+        elif role == "project" and not banks["project"].enabled:
+            will = False
+            notes.append("project bank disabled: project target dropped")
+        tags = sorted({*data.base_tags, f"route:{route}"})
+        targets.append(RouteTarget(bank_role=role, bank_id=ids[role] or "", tags=tags, will_write=will))
+        if will:
+            writes.append(role)
+    if not strategy.writes_anything:
+        notes.append("dry-run-only strategy: nothing is written")
+    if route == "skip":
+        notes.append("skip candidate: transient or unsafe content is not retained")
+    signals = [c for c in ("skip", "global", "project") if found.score(c) > 0]
+    if mode == "router":
+        reason = f"router mode: {reason}"
+    else:
+        reason = f"explicit-only mode: {reason}"
+    return MemoryRouteDecision(
+        route=route,
+        confidence=confidence,
+        signals=signals,  # type: ignore[arg-type]
+        matched_signals=list(dict.fromkeys(matched)),
+        reason=reason,
+        mode=mode,
+        writes=writes,
+        targets=targets,
+        safety_notes=list(dict.fromkeys(notes)),
+        project_mission=data.missions.project,
+        global_mission=data.missions.global_,
+        strategy=strategy.name,
+    )
+
+
+STRATEGIES: dict[str, Callable[[], ProjectGlobalDefault]] = {
+    ProjectGlobalDefault.name: ProjectGlobalDefault,
+    DryRunOnly.name: DryRunOnly,
+}

@@ -1,0 +1,1 @@
+"""Reading Pi session files: discovery, tolerant JSONL, migration, the entry tree."""

@@ -1,0 +1,48 @@
+"""Find Pi session files: the default session root (with pi's environment overrides) or explicit paths."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from hindsight_batch.errors import UsageError
+
+
+def default_session_root(env: Mapping[str, str] | None = None) -> Path:
+    """``PI_CODING_AGENT_SESSION_DIR``, else ``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``."""
+    env = os.environ if env is None else env
+    session_dir = env.get("PI_CODING_AGENT_SESSION_DIR")
+    if session_dir:
+        return Path(session_dir).expanduser()
+    agent_dir = env.get("PI_CODING_AGENT_DIR")
+    if agent_dir:
+        return Path(agent_dir).expanduser() / "sessions"
+    return Path("~/.pi/agent/sessions").expanduser()
+
+
+def _jsonl_in(folder: Path) -> list[Path]:
+    return [p for p in folder.glob("*.jsonl") if p.is_file()]
+
+
+def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = None) -> list[Path]:
+    """Session files named by ``paths`` (files, or folders holding ``*.jsonl`` directly or one folder down,
+    the per-cwd layout of pi), or under the default root when ``paths`` is empty. Sorted, without duplicates."""
+    roots = list(paths)
+    if not roots:
+        root = default_session_root(env)
+        if not root.is_dir():
+            raise UsageError(f"no session folder at {root} (give paths, or set PI_CODING_AGENT_DIR)")
+        roots = [root]
+    found: set[Path] = set()
+    for path in roots:
+        if path.is_file():
+            found.add(path)
+        elif path.is_dir():
+            found.update(_jsonl_in(path))
+            for sub in path.iterdir():
+                if sub.is_dir() and not sub.name.startswith("."):
+                    found.update(_jsonl_in(sub))
+        else:
+            raise UsageError(f"no such file or folder: {path}")
+    return sorted(found)

@@ -1,0 +1,240 @@
+"""Tolerant, bounded-memory JSONL reading, the way pi itself reads session files.
+
+Rules (``reference/pi-session-format.md`` §5): split on ``\\n`` only (never ``str.splitlines``), skip blank lines,
+report a malformed line by number and keep going, recover two JSON objects glued on one line, and tolerate a
+truncated last line (a live session may be mid-write).
+
+Lines longer than ``big_line_bytes`` are never held in memory whole: they are parsed from the file with ijson's
+event stream, and any string value in them longer than ``big_string_chars`` is cut (such strings are tool output
+that no retention setting keeps in full).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import ijson
+
+BLOCK_BYTES = 1 << 20
+BIG_LINE_BYTES = 8 << 20
+BIG_STRING_CHARS = 1 << 20
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One physical line. ``data`` is ``None`` for a big line, which is read again from the file when parsed."""
+
+    lineno: int
+    offset: int
+    length: int
+    data: bytes | None
+    terminated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedObject:
+    lineno: int
+    offset: int
+    obj: dict[str, Any]
+    glued: bool  # recovered from a line that held more than one JSON value
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    lineno: int
+    offset: int
+    reason: str
+    truncated_tail: bool  # the unterminated last line of the file: a write in progress, not corruption
+
+
+def iter_lines(stream: BinaryIO, big_line_bytes: int = BIG_LINE_BYTES) -> Iterator[RawLine]:
+    """Yield every non-blank line of ``stream``; a line over ``big_line_bytes`` comes without its data."""
+    lineno = 0
+    offset = 0  # offset of the line being assembled
+    pending: list[bytes] = []
+    pending_len = 0
+    big = False
+    while True:
+        block = stream.read(BLOCK_BYTES)
+        if not block:
+            break
+        pieces = block.split(b"\n")
+        for piece in pieces[:-1]:
+            lineno += 1
+            length = pending_len + len(piece)
+            if big or length > big_line_bytes:
+                yield RawLine(lineno, offset, length, None, True)
+            elif pending:
+                pending.append(piece)
+                data = b"".join(pending)
+                if data.strip():
+                    yield RawLine(lineno, offset, length, data, True)
+            elif piece.strip():
+                yield RawLine(lineno, offset, length, piece, True)
+            offset += length + 1
+            pending, pending_len, big = [], 0, False
+        tail = pieces[-1]
+        pending_len += len(tail)
+        if big or pending_len > big_line_bytes:
+            big, pending = True, []
+        elif tail:
+            pending.append(tail)
+    if pending_len:
+        lineno += 1
+        if big:
+            yield RawLine(lineno, offset, pending_len, None, False)
+        else:
+            data = b"".join(pending)
+            if data.strip():
+                yield RawLine(lineno, offset, pending_len, data, False)
+
+
+def iter_objects(
+    stream: BinaryIO,
+    big_line_bytes: int = BIG_LINE_BYTES,
+    big_string_chars: int = BIG_STRING_CHARS,
+) -> Iterator[ParsedObject | Malformed]:
+    """Yield each JSON object of a JSONL stream in order, or a :class:`Malformed` record for a bad line."""
+    for line in iter_lines(stream, big_line_bytes):
+        if line.data is None:
+            yield from _parse_big_line(stream, line, big_string_chars)
+        else:
+            yield from _parse_line(line)
+
+
+def _parse_line(line: RawLine) -> Iterator[ParsedObject | Malformed]:
+    assert line.data is not None
+    try:
+        value = json.loads(line.data)
+    except UnicodeDecodeError:
+        # Node decodes invalid UTF-8 as U+FFFD before JSON.parse; do the same.
+        text = line.data.decode("utf-8", "replace")
+        yield from _parse_text(line, text)
+        return
+    except json.JSONDecodeError:
+        yield from _parse_text(line, line.data.decode("utf-8", "replace"))
+        return
+    if isinstance(value, dict):
+        yield ParsedObject(line.lineno, line.offset, value, False)
+    else:
+        yield Malformed(line.lineno, line.offset, "not a JSON object", False)
+
+
+def _parse_text(line: RawLine, text: str) -> Iterator[ParsedObject | Malformed]:
+    """Slow path: decode value after value, recovering glued objects."""
+    values: list[dict[str, Any]] = []
+    pos = 0
+    end = len(text)
+    while pos < end:
+        while pos < end and text[pos] in " \t\r":
+            pos += 1
+        if pos >= end:
+            break
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            reason = f"invalid JSON at column {exc.pos + 1}: {exc.msg}"
+            for obj in values:
+                yield ParsedObject(line.lineno, line.offset, obj, True)
+            yield Malformed(line.lineno, line.offset, reason, not line.terminated)
+            return
+        if not isinstance(value, dict):
+            yield Malformed(line.lineno, line.offset, "not a JSON object", False)
+            return
+        values.append(value)
+    glued = len(values) > 1
+    for obj in values:
+        yield ParsedObject(line.lineno, line.offset, obj, glued)
+
+
+class _Window:
+    """A read-only view of ``length`` bytes of a file from ``offset``, for ijson."""
+
+    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
+        self._stream = stream
+        self._pos = offset
+        self._left = length
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        size = self._left if size < 0 else min(size, self._left)
+        here = self._stream.tell()
+        self._stream.seek(self._pos)
+        data = self._stream.read(size)
+        self._stream.seek(here)
+        self._pos += len(data)
+        self._left -= len(data)
+        return data
+
+
+def _parse_big_line(stream: BinaryIO, line: RawLine, cap: int) -> Iterator[ParsedObject | Malformed]:
+    window = _Window(stream, line.offset, line.length)
+    builder = _CappedBuilder(cap)
+    values: list[Any] = []
+    try:
+        for _prefix, event, value in ijson.parse(window, multiple_values=True, buf_size=1 << 16):
+            done = builder.event(event, value)
+            if done is not _PENDING:
+                values.append(done)
+    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
+        for obj in values:
+            if isinstance(obj, dict):
+                yield ParsedObject(line.lineno, line.offset, obj, True)
+        yield Malformed(line.lineno, line.offset, f"invalid JSON: {exc}"[:200], not line.terminated)
+        return
+    glued = len(values) > 1
+    for obj in values:
+        if isinstance(obj, dict):
+            yield ParsedObject(line.lineno, line.offset, obj, glued)
+        else:
+            yield Malformed(line.lineno, line.offset, "not a JSON object", False)
+
+
+_PENDING = object()
+
+
+class _CappedBuilder:
+    """Builds values from ijson events, cutting any string longer than ``cap`` characters."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._stack: list[Any] = []
+        self._keys: list[str | None] = []
+
+    def _cut(self, value: str) -> str:
+        if len(value) <= self._cap:
+            return value
+        return value[: self._cap] + f"…[cut {len(value) - self._cap} chars]"
+
+    def event(self, event: str, value: Any) -> Any:
+        if event == "map_key":
+            self._keys[-1] = value
+            return _PENDING
+        if event in ("start_map", "start_array"):
+            self._stack.append({} if event == "start_map" else [])
+            self._keys.append(None)
+            return _PENDING
+        if event in ("end_map", "end_array"):
+            done = self._stack.pop()
+            self._keys.pop()
+            return self._add(done)
+        if event == "string":
+            value = self._cut(value)
+        elif event == "number" and not isinstance(value, int):
+            value = float(value)
+        return self._add(value)
+
+    def _add(self, value: Any) -> Any:
+        if not self._stack:
+            return value
+        top = self._stack[-1]
+        if isinstance(top, dict):
+            top[self._keys[-1]] = value
+        else:
+            top.append(value)
+        return _PENDING

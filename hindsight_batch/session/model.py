@@ -1,0 +1,65 @@
+"""Typed views of a Pi session file: its header, its entry index and what went wrong while reading it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    id: str
+    version: int  # after reading: 1, 2 or 3 (as found in the file; entries are migrated to v3 in memory)
+    timestamp: str | None
+    cwd: str | None
+    parent_session: str | None  # path of the parent session file (`parentSession`, legacy `branchedFrom`)
+
+    @property
+    def parent_session_id(self) -> str | None:
+        """The parent's session id, taken from its file name ``<timestamp>_<id>.jsonl``."""
+        if not self.parent_session:
+            return None
+        name = Path(self.parent_session).name
+        stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+        return stem.rsplit("_", 1)[-1] or None
+
+
+@dataclass(slots=True)
+class EntryNode:
+    """One entry of the tree: the index row the reader keeps for every line, whatever its size.
+
+    ``payload`` is whatever the caller's visitor returned for the entry (the import keeps its projection there),
+    so the entry's full JSON never has to stay in memory.
+    """
+
+    seq: int
+    lineno: int
+    id: str
+    parent_id: str | None
+    type: str
+    timestamp: str | None
+    first_kept_id: str | None = None  # compaction entries only
+    payload: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class LineProblem:
+    lineno: int
+    reason: str
+
+
+@dataclass(slots=True)
+class SessionFile:
+    path: Path
+    size: int
+    header: SessionHeader | None
+    entries: list[EntryNode] = field(default_factory=list)
+    malformed: list[LineProblem] = field(default_factory=list)
+    glued_lines: list[int] = field(default_factory=list)
+    truncated_tail: bool = False
+    problem: str | None = None  # set when the file is not a readable Pi session at all
+
+    @property
+    def session_id(self) -> str:
+        return self.header.id if self.header else ""

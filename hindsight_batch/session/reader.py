@@ -1,0 +1,106 @@
+"""Read one Pi session file into a :class:`SessionFile`: header, entry index, problems.
+
+The reader makes one streaming pass. Each entry (already migrated to the v3 shape) is handed to an optional
+``visit`` callback whose return value is stored on the entry's index row; the entry itself is then dropped. That
+keeps memory bounded by the index and by what the visitor keeps, not by the file's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch.session.jsonl import Malformed, iter_objects
+from hindsight_batch.session.migrate import Migrator
+from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
+
+Visitor = Callable[[dict[str, Any], EntryNode], Any]
+SUPPORTED_VERSIONS = (1, 2, 3)
+
+
+def read_header(obj: dict[str, Any]) -> SessionHeader | str:
+    """Return the header, or the reason the object is not a usable session header."""
+    if obj.get("type") != "session" or not isinstance(obj.get("id"), str) or not obj["id"]:
+        return "first JSON object is not a Pi session header"
+    raw_version = obj.get("version", 1)
+    if not isinstance(raw_version, int) or raw_version not in SUPPORTED_VERSIONS:
+        return f"unsupported session version {raw_version!r} (this tool reads versions 1, 2 and 3)"
+    parent = obj.get("parentSession") or obj.get("branchedFrom")
+    if isinstance(parent, dict):  # some tools write {id, file}
+        parent = parent.get("file") or parent.get("id")
+    cwd = obj.get("cwd")
+    timestamp = obj.get("timestamp")
+    return SessionHeader(
+        id=obj["id"],
+        version=raw_version,
+        timestamp=timestamp if isinstance(timestamp, str) else None,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        parent_session=parent if isinstance(parent, str) else None,
+    )
+
+
+def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
+    """Read ``path`` (opened read-only; session files are never written here)."""
+    with path.open("rb") as stream:
+        size = path.stat().st_size
+        result = SessionFile(path=path, size=size, header=None)
+        migrator: Migrator | None = None
+        seq = 0
+        for item in iter_objects(stream):
+            if isinstance(item, Malformed):
+                if item.truncated_tail:
+                    result.truncated_tail = True
+                else:
+                    result.malformed.append(LineProblem(item.lineno, item.reason))
+                continue
+            obj = item.obj
+            if item.glued and (not result.glued_lines or result.glued_lines[-1] != item.lineno):
+                result.glued_lines.append(item.lineno)
+            if result.header is None:
+                header = read_header(obj)
+                if isinstance(header, str):
+                    result.problem = f"line {item.lineno}: {header}"
+                    return result
+                result.header = header
+                migrator = Migrator(header.version)
+                continue
+            if obj.get("type") == "session":
+                continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
+            assert migrator is not None
+            obj = migrator.migrate(obj, item.lineno)
+            node = _index_row(obj, seq, item.lineno)
+            if visit is not None:
+                node.payload = visit(obj, node)
+            result.entries.append(node)
+            seq += 1
+        if result.header is None and result.problem is None:
+            result.problem = "empty file" if not result.malformed else "no readable session header"
+    return result
+
+
+def _index_row(obj: dict[str, Any], seq: int, lineno: int) -> EntryNode:
+    entry_id = obj.get("id")
+    parent = obj.get("parentId")
+    timestamp = obj.get("timestamp")
+    kept = obj.get("firstKeptEntryId")
+    entry_type = obj.get("type")
+    return EntryNode(
+        seq=seq,
+        lineno=lineno,
+        id=entry_id if isinstance(entry_id, str) and entry_id else f"L{lineno}",
+        parent_id=parent if isinstance(parent, str) else None,
+        type=entry_type if isinstance(entry_type, str) else "unknown",
+        timestamp=timestamp if isinstance(timestamp, str) else None,
+        first_kept_id=kept if isinstance(kept, str) else None,
+    )
+
+
+def peek_header(path: Path) -> SessionHeader | str:
+    """The header alone (the first JSON object of the file), or why there is none. Reads only the start."""
+    with path.open("rb") as stream:
+        for item in iter_objects(stream):
+            if isinstance(item, Malformed):
+                continue
+            return read_header(item.obj)
+    return "empty file"

@@ -1,0 +1,144 @@
+"""The ledger: a DuckDB file with runs, sources, documents and manifest rows.
+
+It makes re-runs cheap (an unchanged source is not parsed again), uploads resumable (each document's status and
+operation id), and ``report`` possible; plain SQL over the file works too. One writer at a time: the ledger holds
+an exclusive lock file for as long as it is open, and a second run gets :class:`BusyError` (exit 75) at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+
+from hindsight_batch.errors import BusyError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, command VARCHAR, mode VARCHAR, started_at TIMESTAMP, finished_at TIMESTAMP,
+    status VARCHAR, summary VARCHAR);
+CREATE TABLE IF NOT EXISTS sources (
+    path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, parsed_offset BIGINT, session_id VARCHAR,
+    settings_hash VARCHAR, last_run_id VARCHAR, seen_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS documents (
+    bank_id VARCHAR, document_id VARCHAR, bank_role VARCHAR, source_path VARCHAR, session_id VARCHAR,
+    content_hash VARCHAR, item_hash VARCHAR, status VARCHAR, operation_id VARCHAR, error VARCHAR,
+    run_id VARCHAR, updated_at TIMESTAMP, PRIMARY KEY (bank_id, document_id));
+CREATE TABLE IF NOT EXISTS manifest (
+    run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
+    reason VARCHAR, "row" VARCHAR);
+"""
+
+
+def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(base) / "hindsight-batch"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    size: int
+    mtime_ns: int
+    settings_hash: str
+    last_run_id: str
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Ledger:
+    def __init__(self, state_dir: Path) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / "ledger.duckdb"
+        self._lock: IO[str] | None = (state_dir / "ledger.lock").open("a")
+        try:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            self._lock = None
+            raise BusyError(f"another hindsight-batch run is using the ledger in {state_dir}; try again later") from None
+        self.db = duckdb.connect(str(self.path))
+        self.db.execute(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+        if self._lock is not None:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def fingerprint_key(self) -> bytes:
+        """A random key, made once per ledger, for the HMAC fingerprints of redacted secrets."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'fingerprint_key'").fetchone()
+        if row:
+            return bytes.fromhex(row[0])
+        key = secrets.token_hex(32)
+        self.db.execute("INSERT INTO meta VALUES ('fingerprint_key', ?)", [key])
+        return bytes.fromhex(key)
+
+    # runs
+    def start_run(self, run_id: str, command: str, mode: str) -> None:
+        self.db.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running', NULL)", [run_id, command, mode, _now()]
+        )
+
+    def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+        self.db.execute(
+            "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE run_id = ?",
+            [_now(), status, json.dumps(summary), run_id],
+        )
+
+    # sources
+    def sources(self) -> dict[str, SourceState]:
+        rows = self.db.execute("SELECT path, size, mtime_ns, settings_hash, last_run_id FROM sources").fetchall()
+        return {r[0]: SourceState(r[1], r[2], r[3], r[4]) for r in rows}
+
+    def record_source(
+        self, path: str, size: int, mtime_ns: int, session_id: str, settings_hash: str, run_id: str
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [path, size, mtime_ns, size, session_id, settings_hash, run_id, _now()],
+        )
+
+    # documents
+    def document_hashes(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """(bank, document) -> (item hash, status) for every document an applied run has sent."""
+        rows = self.db.execute("SELECT bank_id, document_id, item_hash, status FROM documents").fetchall()
+        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+    # manifest
+    def add_manifest_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+        values = [
+            [
+                r["run_id"], r["source_file"], r.get("document_id"), r.get("bank_id"),
+                r["decision"]["route"], r["status"], r["decision"]["reason"],
+                json.dumps(r, ensure_ascii=False, separators=(",", ":")),
+            ]
+            for r in rows
+        ]
+        if values:
+            self.db.executemany("INSERT INTO manifest VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+
+    def manifest_rows(self, run_id: str, source_path: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            'SELECT "row" FROM manifest WHERE run_id = ? AND source_path = ?', [run_id, source_path]
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
