@@ -162,7 +162,7 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
     out(f"  messages kept {data['messages_kept']}; dropped: {_counts(data['messages_dropped'])}")
     out(f"  chunks {data['chunks']}; routes: {_counts(data['routes'])}; items: "
-        f"{_counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")  # type: ignore[arg-type]
+        f"{_counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")
     out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
@@ -277,7 +277,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path |
     if quiet:
         return
     click.echo(f"configuration for sessions in {folder}")
-    click.echo("files: " + (", ".join(data["config_files"]) or "none (defaults and environment only)"))
+    click.echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
     if settings.user_retain.mode == "router":
         click.echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
     else:

@@ -405,12 +405,10 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            rows = self.ledger.manifest_rows(previous.last_run_id, key)
-            if rows:
-                self._reuse(rows, applied, manifest)
-                summary.unchanged_files += 1
-                self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
-                return
+            self._reuse(self.ledger.manifest_rows(previous.last_run_id, key), applied, manifest)
+            summary.unchanged_files += 1
+            self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
+            return
         plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
                             self.options.include_content, self.times)
         t0 = time.perf_counter()
@@ -484,7 +482,9 @@ class Importer:
         summary.malformed_total += len(session.malformed)
         for problem in session.malformed:
             if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:
-                summary.malformed_lines.append({"file": str(plan.path), "line": problem.lineno, "reason": problem.reason})
+                summary.malformed_lines.append(
+                    {"file": str(plan.path), "line": problem.lineno, "reason": problem.reason}
+                )
         summary.glued_lines += len(session.glued_lines)
         summary.truncated_tails += int(session.truncated_tail)
         summary.messages_kept += plan.kept

@@ -85,9 +85,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(label, "(file)", "the top level must be an object")
     for old, new in _LEGACY.items():
-        node = data
+        node: dict[str, Any] = data
         for part in old[:-1]:
-            node = node.get(part) if isinstance(node.get(part), dict) else {}
+            child = node.get(part)
+            node = child if isinstance(child, dict) else {}
         if old[-1] in node:
             value = node.pop(old[-1])
             target = data

@@ -23,8 +23,8 @@ class _Section(BaseModel):
 class RetainContent(_Section):
     """Which block types of each role are retained. Roles not listed retain nothing."""
 
-    user: list[BlockType] = Field(default_factory=lambda: ["text"])
-    assistant: list[BlockType] = Field(default_factory=lambda: ["text"])
+    user: list[BlockType] = Field(default_factory=lambda: list[BlockType](["text"]))
+    assistant: list[BlockType] = Field(default_factory=lambda: list[BlockType](["text"]))
     tool_result: list[BlockType] = Field(default_factory=list)
 
 
@@ -129,9 +129,9 @@ class Settings(_Section):
     banks: Banks = Field(default_factory=Banks)
     user_retain: UserRetain = Field(default_factory=UserRetain)
     redaction: Redaction = Field(default_factory=Redaction)
-    import_: Import = Field(default_factory=Import, alias="import")
+    import_: Import = Field(default_factory=lambda: Import(), alias="import")
     routing: Routing = Field(default_factory=Routing)
-    upload: Upload = Field(default_factory=Upload)
+    upload: Upload = Field(default_factory=lambda: Upload())
 
     @field_validator("base_url")
     @classmethod

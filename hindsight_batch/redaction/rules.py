@@ -37,6 +37,9 @@ class Rule:
     accept: Callable[[str], bool] | None = None  # a second look at a candidate, to spare ordinary code
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z_$.]*+(?:\(\))?")
+
+
 def looks_secret(value: str) -> bool:
     """For ``key = value`` rules: skip placeholders, references and plain identifiers like ``get_token``."""
     stripped = value.strip("\"'`")
@@ -44,6 +47,8 @@ def looks_secret(value: str) -> bool:
         return False
     if stripped[0] in "$<{%*[" or stripped.startswith(("os.environ", "process.env", "env.", "self.", "this.")):
         return False
+    if _IDENTIFIER.fullmatch(stripped):
+        return False  # a name, not a value: KIMCHI_API_KEY, config.apiKey, resolveToken()
     if len(stripped) >= 16:
         return True
     has_digit = any(c.isdigit() for c in stripped)
@@ -101,7 +106,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("bearer-token", ("bearer",), _c(rf"{_NB}bearer\s++([A-Za-z0-9._~+/=\-]{{16,4096}}+)", re.I), 1),
     Rule("cookie", ("cookie",), _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+([^\r\n]{1,4096}+)", re.I), 1),
-    Rule("aws-access-key", ("akia", "asia", "abia", "acca"), _c(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    Rule(
+        "aws-access-key",
+        ("akia", "asia", "abia", "acca"),
+        _c(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    ),
     Rule(
         "aws-secret-key",
         ("secret_access_key", "secretaccesskey"),

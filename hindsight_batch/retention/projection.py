@@ -27,6 +27,7 @@ What happens to entries that are not plain messages (documented in the README):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
@@ -96,6 +97,7 @@ class Projector:
             return self._summary(entry)
         if entry_type in ("compaction", "branch_summary"):
             return Projection(dropped="summary")
+        message: Any
         if entry_type == "custom_message":
             message = {
                 "role": "custom",
@@ -176,7 +178,7 @@ class Projector:
             out.removed["recall-span"] += spans
         return self._cut(text, out) if text.strip() else None
 
-    def _blocks(self, content: Any, allowed: list[str], out: Projection) -> list[dict[str, Any]]:
+    def _blocks(self, content: Any, allowed: Sequence[str], out: Projection) -> list[dict[str, Any]]:
         if content is None:
             return []
         if isinstance(content, str):
@@ -218,9 +220,8 @@ class Projector:
             elif kind == "image":
                 data = block.get("data")
                 size = len(data) if isinstance(data, str) else 0
-                blocks.append(
-                    {"type": "image", "mimeType": block.get("mimeType"), "note": f"image omitted ({size} bytes of base64)"}
-                )
+                note = f"image omitted ({size} bytes of base64)"
+                blocks.append({"type": "image", "mimeType": block.get("mimeType"), "note": note})
         return blocks
 
     def _cut_value(self, value: Any, out: Projection) -> Any:

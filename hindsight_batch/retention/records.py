@@ -36,7 +36,7 @@ class RecordStore:
             self._memory.append(data)
             return len(self._memory) - 1
         if self._file is None:
-            self._file = tempfile.TemporaryFile()
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the store; close() ends it
         self._file.seek(0, 2)
         offset = self._file.tell()
         self._file.write(len(data).to_bytes(8, "little") + data)

@@ -35,7 +35,9 @@ def route_content(
         content=content,
         context=context,
         config=settings,
-        missions=Missions(project=settings.banks.project.mission, global_=settings.banks.user.mission),
+        missions=Missions.model_validate(
+            {"project": settings.banks.project.mission, "global": settings.banks.user.mission}
+        ),
         cwd=cwd,
         project_bank_id=project_bank_id or settings.banks.project.bank_id,
         user_bank_id=settings.banks.user.bank_id,

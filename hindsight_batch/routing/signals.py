@@ -84,7 +84,8 @@ _DELIVERY_CASE_SENSITIVE = re.compile(r"\b(?:PR|CI|TODO)\b")
 # A line that looks like terminal or test-runner output rather than prose.
 _OUTPUT_LINE = re.compile(
     r"^\s*+(?:\$ |> |PS> |npm (?:ERR|WARN)|Traceback \(most recent call last\)|at [\w.$<>]{1,200}+ \(|"
-    r"File \"[^\"]{1,500}+\", line \d++|={3,}+|-{3,}+|(?:PASS|FAIL|FAILED|ERROR|ok)\s++\S|\d++\s++(?:passed|failed|errors?|tests?)\b|"
+    r"File \"[^\"]{1,500}+\", line \d++|={3,}+|-{3,}+|(?:PASS|FAIL|FAILED|ERROR|ok)\s++\S|"
+    r"\d++\s++(?:passed|failed|errors?|tests?)\b|"
     r"error(?:\[E\d++\])?:|warning:|Compiling |Finished |Running |real\s++\d|user\s++\d|sys\s++\d|\[\s*+\d++%\]|"
     r"\d++/\d++\s|exit (?:code|status) \d|[\w./\-]{1,200}+:\d++(?::\d++)?:|collected \d|platform |rootdir: )"
 )
@@ -148,10 +149,10 @@ def find_signals(text: str) -> SignalMatches:
         if name is None:
             continue
         category, label, _ = _SIGNALS[int(name[1:])]
-        if label == "delivery state" and match.group(0).upper() in ("PR", "CI", "TODO"):
-            # Abbreviations count only in capitals ("pr" and "ci" are common inside words and paths).
-            if not _DELIVERY_CASE_SENSITIVE.fullmatch(match.group(0)):
-                continue
+        # Abbreviations count only in capitals ("pr" and "ci" are common inside words and paths).
+        abbreviation = match.group(0).upper() in ("PR", "CI", "TODO")
+        if label == "delivery state" and abbreviation and not _DELIVERY_CASE_SENSITIVE.fullmatch(match.group(0)):
+            continue
         matches.labels[(category, label)] += 1
     for line in text.split("\n"):
         if line.strip():

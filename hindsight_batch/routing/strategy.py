@@ -46,7 +46,8 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
         text = f"{text}\n{data.context}"
     found = find_signals(text)
     lower = text.lower()
-    matched: list[str] = [label for (_cat, label) in sorted(found.labels, key=lambda k: ("skip", "global", "project").index(k[0]))]
+    order = ("skip", "global", "project")
+    matched: list[str] = [label for (_cat, label) in sorted(found.labels, key=lambda k: order.index(k[0]))]
     notes: list[str] = []
     g, p = found.score("global"), found.score("project")
     for category, mission in (("project", data.missions.project), ("global", data.missions.global_)):
@@ -85,7 +86,8 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
     if p == 0:
         confidence = min(0.95, 0.7 + 0.1 * g)
         route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
-        return route, confidence, "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")", found, matched, notes
+        reason = "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")"
+        return route, confidence, reason, found, matched, notes
     if g == 0:
         return "project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes
     if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
@@ -163,14 +165,11 @@ def _decide(
     if route == "skip":
         notes.append("skip candidate: transient or unsafe content is not retained")
     signals = [c for c in ("skip", "global", "project") if found.score(c) > 0]
-    if mode == "router":
-        reason = f"router mode: {reason}"
-    else:
-        reason = f"explicit-only mode: {reason}"
+    reason = f"{mode} mode: {reason}"
     return MemoryRouteDecision(
         route=route,
         confidence=confidence,
-        signals=signals,  # type: ignore[arg-type]
+        signals=signals,
         matched_signals=list(dict.fromkeys(matched)),
         reason=reason,
         mode=mode,

@@ -67,7 +67,8 @@ class Ledger:
         except BlockingIOError:
             self._lock.close()
             self._lock = None
-            raise BusyError(f"another hindsight-batch run is using the ledger in {state_dir}; try again later") from None
+            message = f"another hindsight-batch run is using the ledger in {state_dir}; try again later"
+            raise BusyError(message) from None
         self.db = duckdb.connect(str(self.path))
         self.db.execute(_SCHEMA)
 

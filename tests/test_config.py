@@ -1,0 +1,103 @@
+"""Configuration: layer order, per-cwd project files, errors that name the file and key (S8), masked secrets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch.config import ConfigResolver
+from hindsight_batch.errors import ConfigError
+from tests.conftest import invoke
+
+
+def write(path: Path, data: dict | str) -> Path:  # type: ignore[type-arg]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_layers_apply_in_order_and_record_their_origin(tmp_path: Path, isolated_home: Path) -> None:
+    user_file = write(isolated_home / ".hindsight" / "config.json",
+                      {"projectName": "from-user", "import": {"turnsPerChunk": 5, "maxChunkBytes": 5000}})
+    project = tmp_path / "code" / "app"
+    project_file = write(project / ".hindsight" / "config.toml", '[import]\nturnsPerChunk = 7\n')
+    resolver = ConfigResolver(env={"HINDSIGHT_PROJECT_NAME": "from-env", "HOME": str(isolated_home)},
+                              flags={"userRetain.mode": "router"})
+    resolved = resolver.for_cwd(str(project))
+    s = resolved.settings
+    assert (s.project_name, s.import_.turns_per_chunk, s.import_.max_chunk_bytes) == ("from-env", 7, 5000)
+    assert resolved.origin("projectName") == "env HINDSIGHT_PROJECT_NAME"
+    assert resolved.origin("import.turnsPerChunk") == str(project_file)
+    assert resolved.origin("import.maxChunkBytes") == str(user_file)
+    assert resolved.origin("userRetain.mode") == "flag (userRetain.mode)"
+    assert resolved.origin("retainContent.user") == "default"
+    # Another cwd does not see that project's file.
+    assert resolver.for_cwd(str(tmp_path / "other")).settings.import_.turns_per_chunk == 5
+
+
+def test_legacy_global_retain_and_global_bank_are_renamed(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.json", {"globalRetain": {"mode": "router"}, "banks": {"global": {"bankId": "me"}}})
+    s = ConfigResolver(env={}, config_file=path).for_cwd(None).settings
+    assert s.user_retain.mode == "router" and s.banks.user.bank_id == "me"
+
+
+@pytest.mark.parametrize(
+    ("data", "key", "words"),
+    [
+        ({"retainContent": {"user": ["txt"]}}, "retainContent.user.0", "text"),
+        ({"retainContent": {"robot": ["text"]}}, "retainContent.robot", "unknown key"),
+        ({"userRetain": {"mode": "always"}}, "userRetain.mode", "explicit-only"),
+        ({"toolFilter": {"toolCall": {"exclud": ["read"]}}}, "toolFilter.toolCall.exclud", "unknown key"),
+        ({"import": {"turnsPerChunk": 0}}, "import.turnsPerChunk", "greater than"),
+        ({"surpriseKey": 1}, "surpriseKey", "unknown key"),
+    ],
+)
+def test_invalid_values_fail_closed_naming_file_and_key(tmp_path: Path, data: dict, key: str, words: str) -> None:  # type: ignore[type-arg]
+    path = write(tmp_path / "bad.json", data)
+    with pytest.raises(ConfigError) as error:
+        ConfigResolver(env={}, config_file=path).for_cwd(None)
+    assert error.value.source == str(path) and error.value.key == key and words in error.value.problem
+
+
+def test_unparsable_file_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "broken.json", "{not json")
+    with pytest.raises(ConfigError, match=r"broken\.json"):
+        ConfigResolver(env={}, config_file=path).for_cwd(None)
+
+
+def test_extension_only_keys_are_accepted_and_listed(tmp_path: Path) -> None:
+    path = write(tmp_path / "c.json", {"recallBudget": "mid", "autoRecallTagsMatch": "any"})
+    resolved = ConfigResolver(env={}, config_file=path).for_cwd(None)
+    assert resolved.ignored_keys == ["autoRecallTagsMatch", "recallBudget"]
+
+
+def test_cli_config_error_exits_3_with_file_and_key(runner: CliRunner, tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.json", {"userRetain": {"mode": "yolo"}})
+    result = invoke(runner, "import", str(tmp_path), "--config", str(path))
+    assert result.exit_code == 3
+    assert str(path) in result.stderr and "userRetain.mode" in result.stderr
+
+
+def test_status_masks_the_api_key_and_says_where_values_come_from(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_API_KEY", "hs-very-secret-key-123")
+    write(tmp_path / "proj" / ".hindsight" / "config.json", {"banks": {"project": {"bankId": "acme"}}})
+    result = invoke(runner, "status", "--cwd", str(tmp_path / "proj"))
+    assert result.exit_code == 0
+    assert "hs-very-secret-key-123" not in result.output + result.stderr
+    assert "********" in result.output and "env HINDSIGHT_API_KEY" in result.output
+    assert "project bank: acme" in result.output and "explicit-only" in result.output
+    data = json.loads(invoke(runner, "status", "--cwd", str(tmp_path / "proj"), "--json").output)
+    row = next(r for r in data["settings"] if r["key"] == "banks.project.bankId")
+    assert row["value"] == "acme" and row["from"].endswith("proj/.hindsight/config.json")
+    assert "hs-very-secret-key-123" not in json.dumps(data)
+
+
+def test_status_says_router_mode_is_on(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HINDSIGHT_USER_RETAIN_MODE", "router")
+    result = invoke(runner, "status", "--cwd", str(tmp_path))
+    assert "ROUTER MODE IS ON" in result.output

@@ -1,0 +1,190 @@
+"""`hindsight-batch import` as a user runs it: manifests, summaries, re-runs, safety rules S1, S3, S4, S6."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch.sinks.ledger import Ledger
+from tests.conftest import MAIN_SAMPLE, REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest, seeded
+
+
+def run_import(runner: CliRunner, tmp_path: Path, *args: str, name: str = "out.jsonl") -> tuple[list[dict], dict]:  # type: ignore[type-arg]
+    manifest = tmp_path / name
+    result = invoke(runner, "import", *args, "--manifest", str(manifest), "--json", "-q")
+    assert result.exit_code == 0, result.stderr
+    return read_manifest(manifest), json.loads(result.output)
+
+
+def test_samples_manifest_holds_no_recall_no_hindsight_tool_output_no_secret(runner: CliRunner, tmp_path: Path) -> None:
+    rows, summary = run_import(runner, tmp_path, str(SAMPLES), "--include-content")
+    contents = "\n".join(r["content"] for r in rows if r.get("content"))
+    assert "refactor" in contents or "lock" in contents  # real transcript text is there
+    for needle in seeded("seeded-memory-markers.txt") + seeded("seeded-secrets.txt"):
+        assert needle not in contents, needle
+    everything = (tmp_path / "out.jsonl").read_text()
+    for secret in seeded("seeded-secrets.txt"):
+        assert secret not in everything  # not in fingerprints, reasons or tags either
+    assert summary["messages_dropped"]["recall"] == 3 and summary["messages_dropped"]["hindsight-tool"] == 1
+    assert summary["redactions"]["github-token"] == 1 and summary["redactions"]["private-key"] == 1
+    assert "hindsight_recall" not in contents
+
+
+def test_no_content_in_the_manifest_unless_asked(runner: CliRunner, tmp_path: Path) -> None:
+    rows, _ = run_import(runner, tmp_path, str(SAMPLES))
+    assert rows and all("content" not in r for r in rows)
+    text = (tmp_path / "out.jsonl").read_text()
+    assert "stale-owner check" not in text
+
+
+def test_content_field_is_exactly_what_would_be_uploaded(runner: CliRunner, tmp_path: Path) -> None:
+    rows, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content")
+    for row in rows:
+        assert hashlib.sha256(row["content"].encode()).hexdigest() == row["content_sha256"]
+        assert row["bytes"] == len(row["content"].encode())
+        for line in row["content"].split("\n"):
+            json.loads(line)  # one projected record per line
+
+
+def test_second_run_gives_identical_ids_and_hashes_and_reuses_unchanged_files(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    first, s1 = run_import(runner, tmp_path, str(SAMPLES), name="a.jsonl")
+    second, s2 = run_import(runner, tmp_path, str(SAMPLES), name="b.jsonl")
+    key = lambda r: (r["document_id"], r["content_sha256"], r["item_sha256"], r["decision"]["route"])  # noqa: E731
+    assert sorted(map(key, first), key=str) == sorted(map(key, second), key=str)
+    assert s1["unchanged_files"] == 0 and s2["unchanged_files"] == s2["sessions"] == s1["sessions"]
+    assert s2["entries"] == 0  # nothing was parsed again
+    # With content requested the files are read again, and the ids and hashes are still the same.
+    third, s3 = run_import(runner, tmp_path, str(SAMPLES), "--include-content", name="c.jsonl")
+    assert sorted(map(key, third), key=str) == sorted(map(key, first), key=str) and s3["unchanged_files"] == 0
+
+
+def test_a_changed_file_is_read_again(runner: CliRunner, tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("first question about the parser")
+    path = b.write(tmp_path / "s" / "a.jsonl")
+    run_import(runner, tmp_path, str(path))
+    b.assistant("the parser now streams")
+    b.write(path)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10_000_000))
+    rows, s2 = run_import(runner, tmp_path, str(path))
+    assert s2["unchanged_files"] == 0 and rows[0]["messages_kept"] == 2
+
+
+def test_session_files_are_opened_read_only(runner: CliRunner, tmp_path: Path) -> None:
+    """S6: an import never writes a session file (the bytes and the mtime stay)."""
+    copy = tmp_path / "sessions" / "--x--" / MAIN_SAMPLE.name
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(MAIN_SAMPLE.read_bytes())
+    os.chmod(copy, 0o444)
+    before = (copy.read_bytes(), copy.stat().st_mtime_ns)
+    run_import(runner, tmp_path, str(tmp_path / "sessions"), "--include-content")
+    assert (copy.read_bytes(), copy.stat().st_mtime_ns) == before
+
+
+def test_summary_reports_malformed_lines_by_file_and_line_and_the_truncated_tail(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    result = invoke(runner, "import", str(SAMPLES), "--manifest", str(tmp_path / "m.jsonl"))
+    assert result.exit_code == 0
+    assert "0196a1b2-0000-7000-8000-000000000004.jsonl:4: invalid JSON" in result.stderr
+    assert "truncated last lines 1" in result.stderr and "glued lines recovered 2" in result.stderr
+    assert "not a session:" in result.stderr and "empty file" in result.stderr
+    assert "explicit-only" in result.stderr
+
+
+def test_all_branches_import_each_branch_once(runner: CliRunner, tmp_path: Path) -> None:
+    current, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content", name="cur.jsonl")
+    every, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content", "--branches", "all",
+                          name="all.jsonl")
+    assert {r["segment"] for r in current} == {"main"}
+    side = [r for r in every if r["segment"] != "main"]
+    assert len(side) == 1 and "Rust" in side[0]["content"]
+    assert "Rust" not in "".join(r["content"] for r in every if r["segment"] == "main")
+    assert [r for r in every if r["segment"] == "main"] == [
+        {**r, "run_id": every[0]["run_id"]} for r in current
+    ]
+
+
+def test_compaction_context_mode_keeps_pi_view(runner: CliRunner, tmp_path: Path) -> None:
+    rows, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content", "--compaction", "context")
+    content = rows[0]["content"]
+    assert "compactionSummary" in content and "Documented the lock protocol" in content
+    assert "stale-owner check. Please fix" not in content  # before the kept entry: left out
+
+
+def test_tags_scopes_and_metadata(runner: CliRunner, tmp_path: Path) -> None:
+    project = tmp_path / "acme"
+    (project / ".hindsight").mkdir(parents=True)
+    (project / ".hindsight" / "config.json").write_text(json.dumps({
+        "projectName": "acme-core", "constantTags": ["team:{basedir}", "{project}"],
+        "observationScopes": [["{project}"], ["{session}", "harness:pi"]],
+        "banks": {"project": {"bankId": "acme-bank"}},
+    }))
+    b = SessionBuilder(cwd=str(project), session_id="s-42")
+    b.user("Add retries to the uploader in this repo.")
+    b.assistant("Added bounded retries to the uploader.")
+    rows, _ = run_import(runner, tmp_path, str(b.write(tmp_path / "sessions" / "a.jsonl")))
+    row = rows[0]
+    assert row["bank_id"] == "acme-bank" and row["document_id"] == "pi-import:s-42:project:main:w0000"
+    for tag in ("harness:pi", "session:s-42", "parent:s-42", f"cwd:{project}", "basedir:acme",
+                "project:acme-core", "store_method:import", "team:acme"):
+        assert tag in row["tags"]
+    assert row["observation_scopes"] == [["project:acme-core"], ["session:s-42", "harness:pi"]]
+    assert row["decision"]["route"] == "project" and row["status"] == "planned"
+
+
+def test_unknown_placeholder_is_a_configuration_error(runner: CliRunner, tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".hindsight").mkdir(parents=True)
+    (project / ".hindsight" / "config.json").write_text(json.dumps({"observationScopes": [["{branch}"]]}))
+    b = SessionBuilder(cwd=str(project))
+    b.user("hello there")
+    result = invoke(runner, "import", str(b.write(tmp_path / "s" / "a.jsonl")))
+    assert result.exit_code == 3 and "{branch}" in result.stderr and "observationScopes[0][0]" in result.stderr
+
+
+def test_filters_by_cwd_and_since(runner: CliRunner, tmp_path: Path) -> None:
+    _, summary = run_import(runner, tmp_path, str(SAMPLES), "--cwd", "/home/dev/acme-web")
+    assert summary["sessions"] == 1 and summary["filtered_out"] == 6
+    _, later = run_import(runner, tmp_path, str(SAMPLES), "--since", "2999-01-01", name="later.jsonl")
+    assert later["sessions"] == 0
+    bad = invoke(runner, "import", str(SAMPLES), "--since", "yesterday")
+    assert bad.exit_code == 2 and "--since" in bad.stderr
+
+
+def test_a_second_concurrent_run_is_busy(runner: CliRunner, tmp_path: Path) -> None:
+    state = tmp_path / "state-dir"
+    with Ledger(state):
+        result = invoke(runner, "import", str(SAMPLES), "--state", str(state))
+    assert result.exit_code == 75 and "another hindsight-batch run" in result.stderr
+
+
+def test_missing_path_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    result = invoke(runner, "import", str(tmp_path / "nope"))
+    assert result.exit_code == 2 and "no such file or folder" in result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REAL_SAMPLES.glob("*.jsonl")))
+def test_every_real_sample_imports_without_error(runner: CliRunner, tmp_path: Path, name: str) -> None:
+    rows, summary = run_import(runner, tmp_path, str(REAL_SAMPLES / name), "--include-content")
+    assert summary["sessions"] == 1 and summary["malformed_lines"] == 0
+    for row in rows:
+        assert all(isinstance(v, str) for v in row["tags"])
+        assert "data:image" not in (row.get("content") or "") and "iVBORw0KGgo" not in (row.get("content") or "")
+
+
+def test_ledger_records_runs_sources_and_manifest_rows(runner: CliRunner, tmp_path: Path) -> None:
+    state = tmp_path / "ledger"
+    invoke(runner, "import", str(SAMPLES), "--state", str(state), "-q")
+    with Ledger(state) as ledger:
+        assert ledger.db.execute("SELECT count(*) FROM runs WHERE status = 'ok'").fetchone() == (1,)
+        assert ledger.db.execute("SELECT count(*) FROM sources").fetchone() == (7,)
+        routes = dict(ledger.db.execute("SELECT route, count(*) FROM manifest GROUP BY route").fetchall())
+    assert sum(routes.values()) >= 8

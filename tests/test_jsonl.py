@@ -1,0 +1,86 @@
+"""The tolerant line reader: pi's splitting rules, malformed and glued lines, truncated tails, huge lines."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from hindsight_batch.session.jsonl import Malformed, ParsedObject, iter_lines, iter_objects
+
+
+def objects(data: bytes, **kw: int) -> list[ParsedObject | Malformed]:
+    return list(iter_objects(io.BytesIO(data), **kw))
+
+
+def test_splits_on_newline_only_not_on_unicode_line_separators() -> None:
+    # Raw U+2028/U+2029 are legal inside JSON strings (pi writes them raw); str.splitlines() would cut the line.
+    # A CRLF line ending leaves a harmless trailing \r, as in JSON.parse.
+    first = json.dumps({"a": "x\u2028y\u2029z"}, ensure_ascii=False).encode()
+    got = objects(first + b"\n" + b'{"b":"crlf"}\r\n')
+    assert [o.obj for o in got if isinstance(o, ParsedObject)] == [{"a": "x\u2028y\u2029z"}, {"b": "crlf"}]
+
+
+def test_blank_lines_are_skipped_but_counted_in_line_numbers() -> None:
+    got = objects(b'{"a":1}\n\n   \n{"b":2}\n')
+    assert [(o.lineno, o.obj) for o in got if isinstance(o, ParsedObject)] == [(1, {"a": 1}), (4, {"b": 2})]
+
+
+def test_malformed_line_is_reported_with_its_number_and_reading_goes_on() -> None:
+    got = objects(b'{"a":1}\n{"broken":\n{"c":3}\n')
+    assert isinstance(got[1], Malformed)
+    assert got[1].lineno == 2 and not got[1].truncated_tail
+    assert isinstance(got[2], ParsedObject) and got[2].obj == {"c": 3}
+
+
+def test_two_glued_objects_are_both_recovered() -> None:
+    got = objects(b'{"a":1}{"b":2}\n{"c":3}\n')
+    parsed = [o for o in got if isinstance(o, ParsedObject)]
+    assert [o.obj for o in parsed] == [{"a": 1}, {"b": 2}, {"c": 3}]
+    assert [o.glued for o in parsed] == [True, True, False]
+    assert parsed[0].lineno == parsed[1].lineno == 1
+
+
+def test_truncated_last_line_is_a_tail_not_corruption() -> None:
+    got = objects(b'{"a":1}\n{"b":"half')
+    assert isinstance(got[-1], Malformed) and got[-1].truncated_tail
+
+
+def test_complete_last_line_without_newline_is_read() -> None:
+    got = objects(b'{"a":1}\n{"b":2}')
+    assert [o.obj for o in got if isinstance(o, ParsedObject)] == [{"a": 1}, {"b": 2}]
+
+
+def test_invalid_utf8_is_replaced_like_node_does() -> None:
+    got = objects(b'{"a":"caf\xe9"}\n')
+    assert isinstance(got[0], ParsedObject) and got[0].obj == {"a": "caf\ufffd"}
+
+
+def test_non_object_line_is_malformed() -> None:
+    got = objects(b'[1,2]\n"text"\n')
+    assert all(isinstance(o, Malformed) for o in got)
+
+
+def test_big_lines_are_not_held_whole_and_long_strings_are_cut() -> None:
+    big = json.dumps({"type": "message", "id": "x", "message": {"content": "A" * 5000}}).encode()
+    data = b'{"a":1}\n' + big + b"\n" + big + big + b"\n" + b'{"z":9}\n'
+    lines = list(iter_lines(io.BytesIO(data), big_line_bytes=1000))
+    assert [line.data is None for line in lines] == [False, True, True, False]
+    got = objects(data, big_line_bytes=1000, big_string_chars=100)
+    parsed = [o for o in got if isinstance(o, ParsedObject)]
+    assert [o.lineno for o in parsed] == [1, 2, 3, 3, 4]
+    content = parsed[1].obj["message"]["content"]
+    assert content.startswith("A" * 100) and content.endswith("[cut 4900 chars]")
+    assert parsed[2].glued and parsed[3].glued
+
+
+def test_big_truncated_tail_is_reported_as_tail() -> None:
+    data = b'{"a":1}\n{"content":"' + b"B" * 3000
+    got = objects(data, big_line_bytes=1000)
+    assert isinstance(got[-1], Malformed) and got[-1].truncated_tail
+
+
+def test_line_offsets_point_at_line_starts() -> None:
+    data = b'{"a":1}\n\n{"bb":22}\n'
+    lines = list(iter_lines(io.BytesIO(data)))
+    assert [(line.lineno, line.offset) for line in lines] == [(1, 0), (3, 9)]
+    assert data[lines[1].offset : lines[1].offset + lines[1].length] == b'{"bb":22}'

@@ -1,0 +1,192 @@
+"""Reading sessions: headers, versions and migration, linearization, compaction, branches, real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hindsight_batch.config import Settings
+from hindsight_batch.redaction.redactor import Redactor
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.session.discovery import default_session_root, find_session_files
+from hindsight_batch.session.reader import read_session
+from hindsight_batch.session.tree import active_path, branch_segments, context_view
+from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder
+
+
+def ids(nodes: list) -> list[str]:  # type: ignore[type-arg]
+    return [n.id for n in nodes]
+
+
+def test_header_fields_and_parent_session(tmp_path: Path) -> None:
+    b = SessionBuilder(cwd="/src/app")
+    b.lines[0] = b.lines[0][:-1] + ', "parentSession": "/x/2026-01-01T00-00-00-000Z_parent-uuid.jsonl"}'
+    b.user("hi")
+    session = read_session(b.write(tmp_path / "s.jsonl"))
+    assert session.header is not None
+    assert (session.header.id, session.header.cwd, session.header.version) == ("sess-1", "/src/app", 3)
+    assert session.header.parent_session_id == "parent-uuid"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("", "empty file"),
+        ('{"type":"message","id":"a"}\n', "not a Pi session header"),
+        ('{"type":"session","version":4,"id":"x","cwd":"/"}\n', "unsupported session version 4"),
+    ],
+)
+def test_files_that_are_not_sessions_say_why(tmp_path: Path, body: str, problem: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(body)
+    session = read_session(path)
+    assert session.header is None and session.problem is not None and problem in session.problem
+
+
+def test_header_only_file_has_no_entries() -> None:
+    session = read_session(REAL_SAMPLES / "pi-v3-header-only.jsonl")
+    assert session.header is not None and session.entries == [] and session.problem is None
+
+
+def test_repeated_header_mid_file_is_ignored(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("one")
+    b.raw(b.lines[0])
+    b.user("two")
+    session = read_session(b.write(tmp_path / "s.jsonl"))
+    assert [n.type for n in session.entries] == ["message", "message"]
+
+
+def test_v1_entries_get_line_number_ids_chained_in_file_order() -> None:
+    path = SAMPLES / "--home-dev-acme-web--" / "2026-05-01T10-00-00-000Z_11111111-2222-4333-8444-555555555555.jsonl"
+    session = read_session(path)
+    assert session.header is not None and session.header.version == 1
+    assert ids(session.entries) == ["L2", "L3", "L4", "L5", "L6", "L6.1", "L7", "L8", "L9", "L10", "L11"]
+    assert [n.parent_id for n in session.entries[:3]] == [None, "L2", "L3"]
+    assert session.glued_lines == [6]
+    compaction = next(n for n in session.entries if n.type == "compaction")
+    # firstKeptEntryIndex 4 counts the header as 0: the fourth entry, the "Add a lint step" message on line 5.
+    assert compaction.first_kept_id == "L5"
+    # Reading twice gives the same ids (S4 depends on it).
+    assert ids(read_session(path).entries) == ids(session.entries)
+
+
+def test_v2_hook_message_role_is_migrated_to_custom() -> None:
+    path = SAMPLES / "--home-dev-acme-api--" / "2026-05-01T10-00-00-000Z_22222222-3333-4444-8555-666666666666.jsonl"
+    roles: list[str] = []
+
+    def visit(entry: dict, node: object) -> None:  # type: ignore[type-arg]
+        roles.append(entry["message"]["role"])
+
+    session = read_session(path, visit)
+    assert session.header is not None and session.header.version == 2
+    assert roles == ["user", "custom", "assistant", "user", "assistant"]
+
+
+def test_linearization_walks_all_entry_types_from_the_last_entry(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.entry("model_change", False, provider="p", modelId="m")
+    root_user = b.user("first")
+    b.assistant("answer A")
+    b.entry("label", targetId=root_user, label="x")
+    b.user("branch one")  # e5
+    b.user("branch two", parent=root_user)  # e6: a sibling of e3, now the leaf
+    b.entry("custom", customType="state", data={})
+    session = read_session(b.write(tmp_path / "s.jsonl"))
+    assert ids(active_path(session.entries)) == ["e1", "e2", "e6", "e7"]
+
+
+def test_missing_parent_ends_the_path_and_a_cycle_stops(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("orphan root", parent="not-here", entry_id="a")
+    b.user("child", entry_id="b")
+    assert ids(active_path(read_session(b.write(tmp_path / "s.jsonl")).entries)) == ["a", "b"]
+    c = SessionBuilder()
+    c.user("x", parent="y", entry_id="x")
+    c.user("y", parent="x", entry_id="y")
+    assert ids(active_path(read_session(c.write(tmp_path / "c.jsonl")).entries)) == ["x", "y"]
+
+
+def test_context_view_honours_the_last_compaction(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    b.assistant("a1")
+    kept = b.user("u2")
+    b.assistant("a2")
+    b.entry("compaction", summary="s1", firstKeptEntryId="e1", tokensBefore=1)
+    b.user("u3")
+    b.entry("compaction", summary="s2", firstKeptEntryId=kept, tokensBefore=2)
+    b.user("u4")
+    view = context_view(active_path(read_session(b.write(tmp_path / "s.jsonl")).entries))
+    assert view.compaction is not None and view.compaction.id == "e7"
+    assert ids(view.entries) == ["e3", "e4", "e5", "e6", "e8"]
+
+
+def test_compaction_whose_kept_entry_is_off_path_keeps_nothing_before_it(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    b.entry("compaction", summary="s", firstKeptEntryId="elsewhere", tokensBefore=1)
+    b.user("u2")
+    view = context_view(active_path(read_session(b.write(tmp_path / "s.jsonl")).entries))
+    assert ids(view.entries) == ["e3"]
+
+
+def test_all_branches_never_share_a_prefix(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    fork = b.assistant("a1")
+    b.user("side question")  # e3
+    b.assistant("side answer")  # e4
+    b.user("main continues", parent=fork)  # e5
+    b.assistant("main answer")  # e6
+    session = read_session(b.write(tmp_path / "s.jsonl"))
+    segments = branch_segments(session.entries, all_branches=True)
+    assert [(s.key, ids(s.entries)) for s in segments] == [
+        ("main", ["e1", "e2", "e5", "e6"]),
+        ("fork-e3", ["e3", "e4"]),
+    ]
+    assert [s.key for s in branch_segments(session.entries, all_branches=False)] == ["main"]
+
+
+def test_discovery_default_root_and_overrides(tmp_path: Path) -> None:
+    assert default_session_root({"HOME": "/h"}).name == "sessions"
+    assert default_session_root({"PI_CODING_AGENT_DIR": str(tmp_path)}) == tmp_path / "sessions"
+    assert default_session_root({"PI_CODING_AGENT_SESSION_DIR": str(tmp_path / "flat")}) == tmp_path / "flat"
+    root = tmp_path / "sessions"
+    (root / "--a--" / "artifacts").mkdir(parents=True)
+    (root / "--a--" / "1.jsonl").write_text("{}")
+    (root / "--a--" / "artifacts" / "deep.jsonl").write_text("{}")
+    (root / "--a--" / "notes.txt").write_text("x")
+    assert find_session_files([], {"PI_CODING_AGENT_DIR": str(tmp_path)}) == [root / "--a--" / "1.jsonl"]
+
+
+# Hand-checked against an independent line-by-line count (json.loads and raw_decode per line): entries are
+# the non-header objects, glued lines are the ones SOURCES.md names, and "kept" counts user and assistant
+# messages with non-blank text (the default retainContent; the files have no other kept content).
+REAL_EXPECTED = {
+    "pi-v1-before-compaction.first715lines.jsonl": (714, [], [], 220),
+    "pi-v1-compact-images-corruptline.jsonl": (1013, [], [1013], 280),
+    "pi-v1-large-session.jsonl": (1018, [], [], 332),
+    "pi-v1-oldheader-corruptline.jsonl": (463, [], [440], 120),
+    "pi-v3-header-only.jsonl": (0, [], [], 0),
+    "pi-v3-kimchi-custom-entries.jsonl": (147, [], [], 23),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_EXPECTED))
+def test_every_real_sample_reads_with_the_hand_checked_counts(name: str) -> None:
+    entries, malformed, glued, kept = REAL_EXPECTED[name]
+    store = RecordStore()
+    session = read_session(REAL_SAMPLES / name, RecordMaker(Settings(), Redactor(b"k"), store, StageTimes()))
+    assert len(session.entries) == entries
+    assert [p.lineno for p in session.malformed] == malformed
+    assert session.glued_lines == glued
+    path = active_path(session.entries)
+    assert len(path) == entries  # these files are linear: the active path holds every entry
+    kept_count = sum(1 for n in path if isinstance(n.payload, EntryOutcome) and n.payload.handle is not None)
+    assert kept_count == kept
+
+
+def test_every_real_sample_file_is_covered() -> None:
+    assert sorted(p.name for p in REAL_SAMPLES.glob("*.jsonl")) == sorted(REAL_EXPECTED)

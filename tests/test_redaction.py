@@ -1,0 +1,111 @@
+"""S3: secrets are replaced in content, reported by rule, count and fingerprint only, in linear time."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_batch.redaction.redactor import Findings, Redactor
+
+CASES = [
+    ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
+     "b3BlbnNzaC1rZXktdjEAAAA"),
+    ("authorization-header", "Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+    ("bearer-token", "send it with bearer abcDEF0123456789ghijKLMN", "abcDEF0123456789ghijKLMN"),
+    ("cookie", "Set-Cookie: sid=31d4d96e407aad42; Path=/", "31d4d96e407aad42"),
+    ("aws-access-key", "key AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws-secret-key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("github-token", "token ghp_16C7e42F292c6912E7710c838347Ae178B4a", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("github-token", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "github_pat_11ABCDEFG"),
+    ("openai-key", "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz012345", "sk-proj-abcdefghij"),
+    ("anthropic-key", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123", "sk-ant-api03"),
+    ("slack-token", "xoxp-12345678901-abcdefghijk", "xoxp-12345678901"),
+    ("slack-webhook", "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX", "T000/B000/XXXX"),
+    ("google-api-key", "AIzaSyDdI0hCZtE6vySjMm-WEfRq3CPzqKqqsHI", "AIzaSyDdI0hCZtE6vySjMm"),
+    ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "dozjgNryP4J3jVmNHl0w5N"),
+    ("url-credentials", "git clone https://deploy:s3cr3tPassw0rd@git.example.com/repo.git", "s3cr3tPassw0rd"),
+    ("url-secret-param", "GET /cb?access_token=ya-29-abcdef123456&x=1", "ya-29-abcdef123456"),
+    ("secret-assignment", 'DB_PASSWORD="hunter2-prod"', "hunter2-prod"),
+    ("secret-assignment", "client_secret: 9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),
+    ("secret-assignment", '{"apiKey": "live_abc123XYZ"}', "live_abc123XYZ"),
+    ("private-url", "dashboard at http://10.1.2.3:8080/admin?x=1", "10.1.2.3"),
+    ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
+]
+
+
+@pytest.mark.parametrize(("rule", "text", "secret"), CASES)
+def test_each_rule_replaces_the_secret_and_reports_only_rule_count_fingerprint(
+    rule: str, text: str, secret: str
+) -> None:
+    findings = Findings()
+    out = Redactor(b"key").redact_text(text, findings)
+    assert secret not in out
+    assert f"[REDACTED:{rule}]" in out
+    assert findings.counts[rule] >= 1
+    assert all(secret not in fp for fp in findings.fingerprints)
+    assert any(fp.startswith(f"{rule}:") and len(fp) == len(rule) + 11 for fp in findings.fingerprints)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token: str",
+        "password = os.environ['DB_PASSWORD']",
+        'apiKey: "KIMCHI_API_KEY"',
+        "const token = getToken()",
+        "secret_key=None",
+        "visit http://localhost:3000/ and http://127.0.0.1:8888/health",
+        "the token budget is mid",
+        "see https://github.com/org/repo/pull/12",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+    ],
+)
+def test_ordinary_code_and_prose_is_left_alone(text: str) -> None:
+    findings = Findings()
+    assert Redactor(b"key").redact_text(text, findings) == text
+    assert not findings
+
+
+def test_fingerprints_are_stable_per_key_and_not_a_bare_hash() -> None:
+    a, b, c = Findings(), Findings(), Findings()
+    Redactor(b"key-1").redact_text("ghp_16C7e42F292c6912E7710c838347Ae178B4a", a)
+    Redactor(b"key-1").redact_text("ghp_16C7e42F292c6912E7710c838347Ae178B4a", b)
+    Redactor(b"key-2").redact_text("ghp_16C7e42F292c6912E7710c838347Ae178B4a", c)
+    assert a.fingerprints == b.fingerprints != c.fingerprints
+
+
+def test_values_under_secret_keys_in_structures_are_redacted() -> None:
+    findings = Findings()
+    out = Redactor(b"k").redact_value({"password": "hunter22", "path": "/x", "args": ["Bearer abcdefghij0123456789"]},
+                                      findings)
+    assert out == {"password": "[REDACTED:secret-assignment]", "path": "/x", "args": ["Bearer [REDACTED:bearer-token]"]}
+
+
+def test_unterminated_private_key_block_redacts_to_the_end() -> None:
+    findings = Findings()
+    out = Redactor(b"k").redact_text("before -----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIabc", findings)
+    assert out == "before [REDACTED:private-key]"
+
+
+ADVERSARIAL = [
+    "eyJ" * 3_400_000,
+    ("eyJ" + "a" * 200 + ".") * 48_000,
+    "-----BEGIN RSA PRIVATE KEY-----" * 330_000,
+    "password=" * 1_100_000,
+    "a://" * 2_500_000,
+    ("https://" + "a" * 300) * 32_000,
+    "?token=&" * 1_250_000,
+    "Authorization: " * 700_000,
+    "A" * 10_000_000,
+    ("sk-" + "a" * 19 + " ") * 430_000,
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("index", range(len(ADVERSARIAL)))
+def test_ten_megabyte_adversarial_lines_finish(index: int) -> None:
+    """Catastrophic backtracking would make one of these run for hours; the timeout turns that into a failure.
+    How fast they run is measured by scripts/bench_redaction.py, not here."""
+    text = ADVERSARIAL[index]
+    assert len(text) >= 9_000_000
+    Redactor(b"k").redact_text(text, Findings())
