@@ -69,8 +69,22 @@ def test_big_lines_are_not_held_whole_and_long_strings_are_cut() -> None:
     parsed = [o for o in got if isinstance(o, ParsedObject)]
     assert [o.lineno for o in parsed] == [1, 2, 3, 3, 4]
     content = parsed[1].obj["message"]["content"]
-    assert content.startswith("A" * 100) and content.endswith("[cut 4900 chars]")
+    assert content.startswith("A" * 100) and content.endswith("[cut 4900 bytes]")
     assert parsed[2].glued and parsed[3].glued
+
+
+def test_big_line_strings_with_escapes_and_multibyte_text_survive_the_cut() -> None:
+    text = 'x\\"y\\\\' + "é" * 3000 + '\\u00e9 "quoted" \\\\'
+    obj = {"a": text, "b": "short \\\" quote", "c": [1, 2.5, True, None, "z" * 2000]}
+    line = json.dumps(obj, ensure_ascii=False).encode()
+    for cap in (1, 2, 3, 5, 7, 100, 1001, 5000, 10_000):
+        got = objects(line + b"\n", big_line_bytes=100, big_string_chars=cap)
+        assert len(got) == 1 and isinstance(got[0], ParsedObject), cap
+        parsed = got[0].obj
+        assert parsed["b"] == obj["b"] or "[cut" in parsed["b"]
+        assert parsed["c"][:4] == [1, 2.5, True, None]
+        if cap >= 10_000:
+            assert parsed == obj
 
 
 def test_big_truncated_tail_is_reported_as_tail() -> None:

@@ -12,6 +12,7 @@ import hmac
 import re
 import secrets
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,17 +58,41 @@ class Redactor:
             return text
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
-        lowered: str | None = None
+        lowered = text.lower()
         for rule in self._rules:
-            if lowered is None:
-                lowered = text.lower()
-            if not any(literal in lowered for literal in rule.prefilter):
+            if not any(literal in lowered for literal in rule.literals):
                 continue
-            new = rule.pattern.sub(lambda m, rule=rule: self._replace(m, rule, findings), text)  # type: ignore[misc]
-            if new is not text and new != text:
-                text = new
-                lowered = None
+            pieces: list[str] = []
+            last = 0
+            for match in self._matches(rule, text, lowered):
+                pieces.append(text[last : match.start()])
+                pieces.append(self._replace(match, rule, findings))
+                last = match.end()
+            if pieces:
+                pieces.append(text[last:])
+                text = "".join(pieces)
+                lowered = text.lower()
         return text
+
+    @staticmethod
+    def _matches(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+        if not rule.anchors:
+            yield from rule.pattern.finditer(text)
+            return
+        starts: set[int] = set()
+        for anchor in rule.anchors:
+            pos = lowered.find(anchor)
+            while pos != -1:
+                starts.add(pos)
+                pos = lowered.find(anchor, pos + 1)
+        covered = 0
+        for pos in sorted(starts):
+            if pos < covered:
+                continue
+            match = rule.pattern.match(text, pos)
+            if match is not None:
+                covered = match.end()
+                yield match
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
         value = match.group(rule.group)

@@ -2,10 +2,10 @@
 
 Every rule must run in linear time on hostile input, because tool output can be megabytes of anything:
 
-* a rule runs only when one of its literal prefilters occurs in the text (a C-speed substring test);
-* every pattern starts at a literal or keyword that must follow a non-token character, and every repetition is
-  possessive (``++``, ``{m,n}+``) over a class that cannot contain what follows it. So an attempt never
-  backtracks, and attempts from different starts never re-scan the same run: total work is O(n);
+* a rule is tried only where one of its literal anchors occurs (found with ``str.find``), never at every position;
+* every repetition is bounded or possessive (``++``, ``{m,n}+``) over a class that cannot contain what follows
+  it, and most patterns require a non-token character before their start. So an attempt never backtracks, and
+  attempts from different starts never re-scan the same run: total work is O(n);
 * PEM private-key blocks are matched with ``str.find`` rather than a regex (:mod:`.redactor`).
 
 ``scripts/bench_redaction.py`` feeds 10 MB adversarial lines through all of them.
@@ -30,11 +30,23 @@ _PLACEHOLDERS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """A secret pattern.
+
+    ``anchors`` are lowercase literals at which every match starts: the redactor finds them with ``str.find`` and
+    tries the pattern only there (anchored), instead of letting the regex engine try every position. A rule with
+    no anchors is searched with ``finditer`` after its ``prefilter`` literals were seen.
+    """
+
     id: str
-    prefilter: tuple[str, ...]  # lowercase literals; the rule runs only if one is in the lowercased text
+    anchors: tuple[str, ...]
     pattern: re.Pattern[str]
     group: int = 0  # the group that holds the secret (0: the whole match)
     accept: Callable[[str], bool] | None = None  # a second look at a candidate, to spare ordinary code
+    prefilter: tuple[str, ...] = ()  # for unanchored rules only
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        return self.anchors or self.prefilter
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z_$.]*+(?:\(\))?")
@@ -64,6 +76,7 @@ SECRET_KEY_NAME = re.compile(
     re.I,
 )
 
+_HOST_END = re.compile(r"[/:?#]")
 _PRIVATE_SUFFIXES = (".internal", ".local", ".lan", ".corp", ".intranet", ".home.arpa", ".private")
 
 
@@ -74,13 +87,15 @@ def private_host_checker(extra_globs: tuple[str, ...]) -> Callable[[str], bool]:
 
     def check(url: str) -> bool:
         rest = url.split("://", 1)[1]
-        host = re.split(r"[/:?#]", rest, maxsplit=1)[0].lower()
+        host = _HOST_END.split(rest, maxsplit=1)[0].lower() if not rest.startswith("[") else rest[: rest.find("]") + 1]
         if any(fnmatchcase(host, pattern.lower()) for pattern in extra_globs):
             return True
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
+        if not host[:1].isdigit() and not host.startswith("["):
             return host.endswith(_PRIVATE_SUFFIXES)
+        try:
+            address = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            return False
         return (address.is_private or address.is_link_local) and not address.is_loopback
 
     return check
@@ -96,7 +111,7 @@ _NB = rf"(?<![{_TOKEN}])"  # not preceded by a token character
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
-        ("authorization",),
+        ("authorization", "proxy-authorization"),
         _c(
             r"(?<![\w-])(?:proxy-)?authorization[\"']?\s*+[:=]\s*+[\"']?"
             r"(?:(?:bearer|basic|token|digest)\s++)?([^\s\"',;]{6,4096}+)",
@@ -105,7 +120,12 @@ RULES: tuple[Rule, ...] = (
         1,
     ),
     Rule("bearer-token", ("bearer",), _c(rf"{_NB}bearer\s++([A-Za-z0-9._~+/=\-]{{16,4096}}+)", re.I), 1),
-    Rule("cookie", ("cookie",), _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+([^\r\n]{1,4096}+)", re.I), 1),
+    Rule(
+        "cookie",
+        ("cookie", "set-cookie"),
+        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+([^\r\n]{1,4096}+)", re.I),
+        1,
+    ),
     Rule(
         "aws-access-key",
         ("akia", "asia", "abia", "acca"),
@@ -113,9 +133,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "aws-secret-key",
-        ("secret_access_key", "secretaccesskey"),
+        (),
         _c(r"aws_?secret_?access_?key[\"']?\s*+[:=]\s*+[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])", re.I),
         1,
+        prefilter=("secret_access_key", "secretaccesskey", "secret_accesskey", "secretaccess_key"),
     ),
     Rule(
         "github-token",
@@ -125,7 +146,11 @@ RULES: tuple[Rule, ...] = (
     Rule("anthropic-key", ("sk-ant-",), _c(rf"{_NB}sk-ant-[A-Za-z0-9_\-]{{20,512}}+")),
     Rule("openai-key", ("sk-",), _c(rf"{_NB}sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{{20,512}}+")),
     Rule("slack-token", ("xox",), _c(rf"{_NB}xox[abposre]-[A-Za-z0-9\-]{{10,512}}+")),
-    Rule("slack-webhook", ("hooks.slack.com",), _c(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{10,256}+")),
+    Rule(
+        "slack-webhook",
+        ("https://hooks.slack.com/",),
+        _c(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{10,256}+"),
+    ),
     Rule("google-api-key", ("aiza",), _c(rf"{_NB}AIza[0-9A-Za-z_\-]{{35}}(?![{_TOKEN}])")),
     Rule("google-oauth-token", ("ya29.",), _c(rf"{_NB}ya29\.[0-9A-Za-z_\-]{{20,2048}}+")),
     Rule(
@@ -136,22 +161,28 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "url-credentials",
         ("://",),
-        _c(r"(?<![\w+.\-])[a-z][a-z0-9+.\-]{1,20}+://[^\s/:@\"'<>]{1,256}+:([^\s/@\"'<>]{1,256}+)@", re.I),
+        _c(r"://[^\s/:@\"'<>]{1,256}+:([^\s/@\"'<>]{1,256}+)@"),
         1,
     ),
     Rule(
         "url-secret-param",
-        ("token=", "key=", "secret=", "password=", "auth=", "signature=", "sig=", "code="),
+        (
+            "access_token=", "refresh_token=", "id_token=", "token=", "api_key=", "apikey=", "key=", "secret=",
+            "client_secret=", "password=", "passwd=", "auth=", "sig=", "signature=", "code=",
+        ),
         _c(
-            r"[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password"
-            r"|passwd|auth|sig|signature|code)=([^&\s\"'#<>]{4,4096}+)",
+            r"(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
+            r"|password|passwd|auth|sig|signature|code)=([^&\s\"'#<>]{4,4096}+)",
             re.I,
         ),
         1,
     ),
     Rule(
         "secret-assignment",
-        ("pass", "pwd", "secret", "token", "key", "credential"),
+        (
+            "password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
+            "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential",
+        ),
         _c(
             r"(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)"
             r"[A-Za-z0-9_.\-]{0,32}+[\"']?[ \t]*+(?::|=|:=|=>)[ \t]*+[\"']?([^\s\"',;{}\[\]()<>`]{4,1024}+)",
@@ -166,7 +197,7 @@ RULES: tuple[Rule, ...] = (
 def private_url_rule(extra_globs: tuple[str, ...]) -> Rule:
     return Rule(
         "private-url",
-        ("://",),
+        ("http://", "https://"),
         _c(r"(?<![\w+.\-])https?://[A-Za-z0-9.\-\[\]:]{1,300}+(?:[/?#][^\s\"'<>)\]]{0,2048}+)?", re.I),
         0,
         private_host_checker(extra_globs),

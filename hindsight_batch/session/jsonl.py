@@ -5,7 +5,7 @@ report a malformed line by number and keep going, recover two JSON objects glued
 truncated last line (a live session may be mid-write).
 
 Lines longer than ``big_line_bytes`` are never held in memory whole: they are parsed from the file with ijson's
-event stream, and any string value in them longer than ``big_string_chars`` is cut (such strings are tool output
+event stream, and any string value in them longer than ``big_string_chars`` bytes is cut (such strings are tool output
 that no retention setting keeps in full).
 """
 
@@ -172,12 +172,119 @@ class _Window:
         return data
 
 
+class _StringCapper:
+    """A read-only stream over a big line that shortens every JSON string literal longer than ``cap`` bytes.
+
+    ijson (like any JSON parser) would otherwise hold a 50 MB tool output twice, in its buffer and as a str. This
+    filter finds string ends with ``bytes.find`` (C speed), passes at most ``cap`` bytes of each string through,
+    cut where it cannot split an escape or a UTF-8 sequence, and closes it with a marker, so the parser only ever
+    sees a small document. Memory is then bounded by ``cap`` and the read size, whatever the line's length.
+    """
+
+    def __init__(self, source: _Window, cap: int) -> None:
+        self._source = source
+        self._cap = cap
+        self._inside = False
+        self._kept = 0  # bytes of the current string passed through
+        self._dropped = 0  # bytes of the current string left out
+        self._odd_backslashes = False  # the current string's content so far ends in an odd run of backslashes
+
+    def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""  # ijson probes with read(0) to tell bytes from text
+        while True:  # an empty answer means end of input to the parser, so skip chunks that were all cut
+            data = self._source.read(size if size > 0 else BLOCK_BYTES)
+            if not data:
+                return b""
+            out = self._filter(data)
+            if out:
+                return out
+
+    def _filter(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        i, n = 0, len(data)
+        while i < n:
+            if not self._inside:
+                j = data.find(b'"', i)
+                if j == -1:
+                    out.append(data[i:])
+                    break
+                out.append(data[i : j + 1])
+                i = j + 1
+                self._inside, self._kept, self._dropped, self._odd_backslashes = True, 0, 0, False
+                continue
+            end = self._closing_quote(data, i)
+            segment = data[i:n] if end == -1 else data[i:end]
+            self._take(segment, out)
+            if end == -1:
+                self._odd_backslashes = _ends_in_odd_backslashes(segment, self._odd_backslashes)
+                break
+            if self._dropped:
+                out.append(f"…[cut {self._dropped} bytes]".encode())
+            out.append(b'"')
+            self._inside = False
+            i = end + 1
+        return b"".join(out)
+
+    def _closing_quote(self, data: bytes, start: int) -> int:
+        j = start
+        while True:
+            j = data.find(b'"', j)
+            if j == -1:
+                return -1
+            k = j - 1
+            while k >= start and data[k] == 0x5C:  # the backslashes just before this quote
+                k -= 1
+            odd = (j - 1 - k) % 2 == 1
+            if k < start:
+                odd = odd != self._odd_backslashes
+            if not odd:
+                return j
+            j += 1
+
+    def _take(self, segment: bytes, out: list[bytes]) -> None:
+        room = self._cap - self._kept
+        if room >= len(segment):
+            out.append(segment)
+            self._kept += len(segment)
+            return
+        cut = max(room, 0)
+        if cut:
+            cut = _safe_cut(segment, cut)
+            out.append(segment[:cut])
+        self._kept = self._cap
+        self._dropped += len(segment) - cut
+
+
+def _ends_in_odd_backslashes(data: bytes, carried_odd: bool) -> bool:
+    run = len(data) - len(data.rstrip(b"\\"))
+    if run == len(data):
+        return carried_odd != (run % 2 == 1)
+    return run % 2 == 1
+
+
+def _safe_cut(segment: bytes, cut: int) -> int:
+    """Move ``cut`` back so that it splits neither an escape sequence nor a UTF-8 character."""
+    while cut > 0 and (segment[cut] & 0xC0) == 0x80:
+        cut -= 1  # a UTF-8 continuation byte
+    backslash = segment.rfind(b"\\", max(0, cut - 6), cut)
+    if backslash != -1:
+        run_start = backslash
+        while run_start > 0 and segment[run_start - 1] == 0x5C:
+            run_start -= 1
+        if (backslash - run_start) % 2 == 0:  # this backslash starts an escape
+            length = 6 if segment[backslash + 1 : backslash + 2] == b"u" else 2
+            if backslash + length > cut:
+                cut = backslash
+    return cut
+
+
 def _parse_big_line(stream: BinaryIO, line: RawLine, cap: int) -> Iterator[ParsedObject | Malformed]:
-    window = _Window(stream, line.offset, line.length)
-    builder = _CappedBuilder(cap)
+    window = _StringCapper(_Window(stream, line.offset, line.length), cap)
+    builder = _Builder()
     values: list[Any] = []
     try:
-        for _prefix, event, value in ijson.parse(window, multiple_values=True, buf_size=1 << 16):
+        for _prefix, event, value in ijson.parse(window, multiple_values=True, buf_size=1 << 20):
             done = builder.event(event, value)
             if done is not _PENDING:
                 values.append(done)
@@ -198,18 +305,12 @@ def _parse_big_line(stream: BinaryIO, line: RawLine, cap: int) -> Iterator[Parse
 _PENDING = object()
 
 
-class _CappedBuilder:
-    """Builds values from ijson events, cutting any string longer than ``cap`` characters."""
+class _Builder:
+    """Builds values from ijson events (the strings were already shortened by :class:`_StringCapper`)."""
 
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
+    def __init__(self) -> None:
         self._stack: list[Any] = []
         self._keys: list[str | None] = []
-
-    def _cut(self, value: str) -> str:
-        if len(value) <= self._cap:
-            return value
-        return value[: self._cap] + f"…[cut {len(value) - self._cap} chars]"
 
     def event(self, event: str, value: Any) -> Any:
         if event == "map_key":
@@ -223,9 +324,7 @@ class _CappedBuilder:
             done = self._stack.pop()
             self._keys.pop()
             return self._add(done)
-        if event == "string":
-            value = self._cut(value)
-        elif event == "number" and not isinstance(value, int):
+        if event == "number" and not isinstance(value, int):
             value = float(value)
         return self._add(value)
 
