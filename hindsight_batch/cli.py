@@ -16,8 +16,8 @@ from hindsight_batch import __version__
 from hindsight_batch.config import ConfigResolver
 from hindsight_batch.errors import HindsightBatchError, UsageError
 from hindsight_batch.importer import Importer, ImportOptions
-from hindsight_batch.items import project_bank_id, session_scope
-from hindsight_batch.routing import route_content
+from hindsight_batch.items import base_tags, project_bank_id, session_scope
+from hindsight_batch.routing import route_text
 from hindsight_batch.routing.models import MemoryRouteDecision, bank_label
 from hindsight_batch.session.discovery import find_session_files
 from hindsight_batch.session.model import SessionHeader
@@ -164,6 +164,8 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"  chunks {data['chunks']}; routes: {_counts(data['routes'])}; items: "
         f"{_counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")
     out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
+    if data["skip_reasons"]:
+        out(f"  skipped chunks by reason: {_counts(data['skip_reasons'])}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
@@ -209,8 +211,9 @@ def route_command(
     resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
     settings = resolver.for_cwd(folder).settings
     scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
-    decision = route_content(
-        settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings)
+    decision, _ = route_text(
+        settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
+        base_tags=base_tags(scope, settings),
     )
     if as_json:
         click.echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))

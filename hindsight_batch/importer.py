@@ -279,6 +279,7 @@ class ImportSummary:
     redactions: Counter[str] = field(default_factory=Counter)
     chunks: int = 0
     routes: Counter[str] = field(default_factory=Counter)
+    skip_reasons: Counter[str] = field(default_factory=Counter)
     items: Counter[str] = field(default_factory=Counter)  # by bank role
     statuses: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -312,6 +313,7 @@ class ImportSummary:
             "redactions": dict(sorted(self.redactions.items())),
             "chunks": self.chunks,
             "routes": dict(sorted(self.routes.items())),
+            "skip_reasons": dict(sorted(self.skip_reasons.items())),
             "items_by_bank_role": dict(sorted(self.items.items())),
             "statuses": dict(sorted(self.statuses.items())),
             "seconds": round(self.seconds, 3),
@@ -471,6 +473,8 @@ class Importer:
                 seen_chunks.add(chunk_key)
                 summary.chunks += 1
                 summary.routes[row["decision"]["route"]] += 1
+                if row["status"] == "skipped":
+                    summary.skip_reasons[row["decision"]["reason"].split(" mode: ", 1)[-1]] += 1
             if row.get("bank_role"):
                 summary.items[row["bank_role"]] += 1
 

@@ -188,3 +188,74 @@ def test_ledger_records_runs_sources_and_manifest_rows(runner: CliRunner, tmp_pa
         assert ledger.db.execute("SELECT count(*) FROM sources").fetchone() == (7,)
         routes = dict(ledger.db.execute("SELECT route, count(*) FROM manifest GROUP BY route").fetchall())
     assert sum(routes.values()) >= 8
+
+
+def routed_session(tmp_path: Path, mode: str) -> Path:
+    project = tmp_path / "proj"
+    (project / ".hindsight").mkdir(parents=True, exist_ok=True)
+    (project / ".hindsight" / "config.json").write_text(json.dumps({
+        "userRetain": {"mode": mode}, "import": {"turnsPerChunk": 1},
+        "banks": {"project": {"bankId": "proj-bank"}, "user": {"bankId": "user-bank", "enabled": True}},
+    }))
+    b = SessionBuilder(cwd=str(project), session_id="routed")
+    b.user("I prefer terse answers with the command first, in every project.")
+    b.user("I prefer small reviewed pull requests across all my projects, and this repo's importer should too.")
+    b.user("Screenshot saved to /var/folders/7x/T/Screen Shot 2026-05-01 at 10.02.11.png")
+    b.user("We decided to use deterministic document ids in the importer; implemented in items.py.")
+    b.user("I prefer terse answers across all my projects; my token is ghp_16C7e42F292c6912E7710c838347Ae178B4a")
+    return b.write(tmp_path / "sessions" / "routed.jsonl")
+
+
+def test_router_mode_writes_follow_the_decision_and_both_links_the_two_documents(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    rows, summary = run_import(runner, tmp_path, str(routed_session(tmp_path, "router")), "--include-content")
+    by_window: dict[int, list[dict]] = {}  # type: ignore[type-arg]
+    for row in rows:
+        by_window.setdefault(row["chunk_index"], []).append(row)
+    assert [r["bank_role"] for r in by_window[0]] == ["global"] and by_window[0][0]["bank_id"] == "user-bank"
+    both = {r["bank_role"]: r for r in by_window[1]}
+    assert set(both) == {"project", "global"}
+    assert both["project"]["document_id"] == "pi-import:routed:project:main:w0001"
+    assert both["global"]["document_id"] == "pi-import:routed:global:main:w0001"
+    assert by_window[2][0]["status"] == "skipped" and by_window[2][0]["bank_role"] is None
+    assert [r["bank_role"] for r in by_window[3]] == ["project"]
+    # A chunk with a (redacted) secret never goes to the User Bank, even in router mode.
+    assert [r["bank_role"] for r in by_window[4]] == ["project"]
+    assert summary["router_mode_on"] is True and summary["skip_reasons"] == {
+        "transient artifact (screenshot artifact, transient artifact path)": 1}
+    assert summary["items_by_bank_role"] == {"global": 2, "project": 3}
+
+
+def test_router_mode_is_announced_in_the_summary(runner: CliRunner, tmp_path: Path) -> None:
+    path = routed_session(tmp_path, "router")
+    result = invoke(runner, "import", str(path), "--manifest", str(tmp_path / "m.jsonl"))
+    assert "ROUTER MODE IS ON" in result.stderr
+
+
+def test_both_items_name_each_other_in_metadata(tmp_path: Path) -> None:
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.importer import plan_session
+    from hindsight_batch.redaction.redactor import Redactor
+    from hindsight_batch.retention.records import StageTimes
+    from hindsight_batch.session.reader import peek_header
+
+    path = routed_session(tmp_path, "router")
+    header = peek_header(path)
+    assert not isinstance(header, str)
+    settings = ConfigResolver(env={}).for_cwd(header.cwd).settings
+    plan = plan_session(path, header, settings, Redactor(b"k"), "r", False, StageTimes())
+    pair = [p.item for p in plan.items if p.item.metadata["window"] == "1"]
+    assert pair[0].metadata["other_document_id"] == pair[1].document_id
+    assert pair[1].metadata["other_document_id"] == pair[0].document_id
+    assert all(isinstance(v, str) for p in plan.items for v in p.item.metadata.values())
+
+
+def test_explicit_only_import_never_targets_the_user_bank(runner: CliRunner, tmp_path: Path) -> None:
+    rows, summary = run_import(runner, tmp_path, str(routed_session(tmp_path, "explicit-only")))
+    assert {r["bank_role"] for r in rows} <= {"project", None}
+    assert summary["items_by_bank_role"] == {"project": 4}
+    suggested = [r for r in rows if r["decision"]["route"] in ("global", "both")]
+    assert suggested and all(
+        not t["willWrite"] for r in suggested for t in r["decision"]["targets"] if t["bankRole"] == "global"
+    )

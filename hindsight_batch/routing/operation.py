@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from hindsight_batch.config.model import Settings
 from hindsight_batch.errors import ConfigError
+from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.routing.models import MemoryRouteDecision, Missions, RoutingStrategyInput
 from hindsight_batch.routing.strategy import STRATEGIES, RoutingStrategy
 
@@ -46,3 +48,17 @@ def route_content(
         redactions=dict(redactions or {}),
     )
     return (strategy or strategy_for(settings)).route(data)
+
+
+def route_text(
+    settings: Settings,
+    text: str,
+    *,
+    redactor: Redactor | None = None,
+    **kwargs: Any,
+) -> tuple[MemoryRouteDecision, str]:
+    """Redact ``text`` as an import would (S3), then route it. Returns the decision and the redacted text."""
+    findings = Findings()
+    redactor = redactor or Redactor(private_hosts=tuple(settings.redaction.private_hosts))
+    redacted = redactor.redact_text(text, findings)
+    return route_content(settings, redacted, redactions=findings.counts, **kwargs), redacted

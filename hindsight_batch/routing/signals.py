@@ -29,8 +29,9 @@ _SIGNALS: tuple[tuple[str, str, str], ...] = (
      r"|\bmy\s++(?:preference|preferred|favou?rite)\b|\bi(?:'d|\s++would)\s++rather\b"
      r"|\bplease\s++(?:always|never)\b|\bi\s++(?:always|never)\s++(?:use|write|want|run|put|add|pick|choose)\b"),
     ("global", "identity",
-     r"\bmy\s++(?:name|nickname|pronouns|handle|username|timezone|time\s++zone|birthday|native\s++language"
-     r"|first\s++language|job\s++title)\s++(?:is|are)\b|\bcall\s++me\s++\w|\bmy\s++pronouns\b"
+     r"\bmy\s++(?:name|nickname)\s++is\s++(?-i:[A-Z])|\bcall\s++me\s++(?-i:[A-Z])"
+     r"|\bmy\s++(?:pronouns|handle|username|timezone|time\s++zone|birthday|native\s++language"
+     r"|first\s++language|job\s++title)\s++(?:is|are)\b|\bmy\s++pronouns\b"
      r"|\bi(?:'m|\s++am)\s++(?:a|an)\s++(?:senior|junior|staff|principal|lead|freelance|self-taught|professional"
      r"|backend|frontend|full[- ]stack|data|software|ml|devops|security|mobile)\b"
      r"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++[A-Z]"),
@@ -87,7 +88,8 @@ _OUTPUT_LINE = re.compile(
     r"File \"[^\"]{1,500}+\", line \d++|={3,}+|-{3,}+|(?:PASS|FAIL|FAILED|ERROR|ok)\s++\S|"
     r"\d++\s++(?:passed|failed|errors?|tests?)\b|"
     r"error(?:\[E\d++\])?:|warning:|Compiling |Finished |Running |real\s++\d|user\s++\d|sys\s++\d|\[\s*+\d++%\]|"
-    r"\d++/\d++\s|exit (?:code|status) \d|[\w./\-]{1,200}+:\d++(?::\d++)?:|collected \d|platform |rootdir: )"
+    r"\d++/\d++\s|exit (?:code|status) \d|[\w./\-]{1,200}+:\d++(?::\d++)?:|collected \d|platform |rootdir: |"
+    r"[.FEsxX]{3,}+\s*+(?:\[\s*+\d++%\])?\s*+$|[A-Z]\w{0,60}+(?:Error|Exception)\b|raise\s|--> )"
 )
 
 

@@ -9,7 +9,9 @@
 Safety, in order of precedence: a secret that redaction replaced under policy ``skip``, or credential-like text
 that no rule caught, skips the chunk; redacted content is never routed to the User Bank; transient artifacts,
 screenshots and command or test output skip a chunk unless durable content outweighs them; an ambiguous mix goes
-to ``both`` (or stays project-only when project work dominates), never to the User Bank alone.
+to ``both`` (or stays project-only when project work dominates), never to the User Bank alone. Identity words
+inside project work ("the user's name field") are not identity statements: those need "my name is <Name>",
+"call me <Name>", "my pronouns are" and the like.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
         listed = ", ".join(f"{rule}×{n}" for rule, n in sorted(data.redactions.items()))
         notes.append(f"secrets redacted before routing ({listed}); never sent to the User Bank")
         if data.config.redaction.policy == "skip":
+            notes.append("redaction.policy=skip: a chunk with a secret is not retained")
             return "skip", 0.95, "secret found and redaction.policy=skip", found, matched, notes
     if found.has("skip", "secret-like content"):
         notes.append("credential-like content that no redaction rule caught: skipped, not retained")
@@ -70,8 +73,11 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
     transient = [label for label in ("transient artifact path", "screenshot artifact") if found.has("skip", label)]
     if transient and durable < 3:
         notes.append("transient artifact: not retained")
-        return "skip", 0.85, f"transient artifact ({', '.join(transient)})", found, matched, notes
-    if found.text_lines >= 3 and found.output_ratio >= 0.6 and durable < 3:
+        return "skip", 0.85, f"transient artifact ({', '.join(sorted(transient))})", found, matched, notes
+    mostly_output = found.text_lines >= 3 and (
+        found.output_ratio >= 0.8 or (found.output_ratio >= 0.6 and durable < 3)
+    )
+    if mostly_output:
         matched.append("command/test output")
         notes.append("temporary command or test output: not retained")
         return "skip", 0.85, "temporary command or test output", found, matched, notes
@@ -84,7 +90,7 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
     if g == 0 and p == 0:
         return "project", 0.5, "no strong signal; a transcript stays with its project", found, matched, notes
     if p == 0:
-        confidence = min(0.95, 0.7 + 0.1 * g)
+        confidence = round(min(0.95, 0.7 + 0.1 * g), 2)
         route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
         reason = "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")"
         return route, confidence, reason, found, matched, notes
@@ -92,8 +98,6 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
         return "project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes
     if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
         return "project", 0.75, "a user preference scoped to this project", found, matched, notes
-    if global_labels == {"identity"} and p >= 2:
-        return "project", 0.7, "identity-like detail inside project work", found, matched, notes
     if p >= 2 * g + 2:
         return "project", 0.7, "mostly project work; User Bank signals are incidental", found, matched, notes
     notes.append("ambiguous between project and User Bank: both, with conservative tags")
@@ -134,28 +138,28 @@ def _decide(
     mode = settings.user_retain.mode
     banks = {"project": settings.banks.project, "global": settings.banks.user}
     ids: dict[RoutingBankRole, str | None] = {"project": data.project_bank_id, "global": data.user_bank_id}
-    roles = list(_ROLES[route])
-    if route == "global" and mode == "router" and not (banks["global"].enabled and ids["global"]):
-        roles = ["project"]
-        notes.append("User Bank disabled or without a bank id: kept in the project bank instead")
+    user_bank_ok = banks["global"].enabled and bool(ids["global"])
     writes: list[RoutingBankRole] = []
     targets: list[RouteTarget] = []
-    for role in roles:
-        will = strategy.writes_anything and route != "skip"
+    for role in _ROLES[route]:
+        will = strategy.writes_anything
         if role == "global":
             if mode != "router":
                 will = False
                 notes.append("explicit-only mode: User Bank suggested, not written (project bank only)")
-            elif not (banks["global"].enabled and ids["global"]):
+            elif not user_bank_ok:
                 will = False
                 notes.append("User Bank disabled or without a bank id: User Bank target dropped")
             elif route == "both":
                 notes.append("User Bank candidate: keep only durable cross-project facts")
-        elif role == "project" and route == "global" and mode == "router":
-            continue  # router mode writes a confident User Bank route to the User Bank alone
-        elif role == "project" and not banks["project"].enabled:
+        elif not banks["project"].enabled:
             will = False
             notes.append("project bank disabled: project target dropped")
+        elif route == "global" and mode == "router":
+            if user_bank_ok:
+                will = False  # a confident User Bank route goes to the User Bank alone
+            else:
+                notes.append("User Bank disabled or without a bank id: kept in the project bank instead")
         tags = sorted({*data.base_tags, f"route:{route}"})
         targets.append(RouteTarget(bank_role=role, bank_id=ids[role] or "", tags=tags, will_write=will))
         if will:
