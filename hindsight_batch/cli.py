@@ -14,14 +14,18 @@ import click
 
 from hindsight_batch import __version__
 from hindsight_batch.config import ConfigResolver
-from hindsight_batch.errors import HindsightBatchError, UsageError
+from hindsight_batch.config.model import Settings
+from hindsight_batch.errors import EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
 from hindsight_batch.importer import Importer, ImportOptions
 from hindsight_batch.items import base_tags, project_bank_id, session_scope
 from hindsight_batch.routing import route_text
 from hindsight_batch.routing.models import MemoryRouteDecision, bank_label
 from hindsight_batch.session.discovery import find_session_files
 from hindsight_batch.session.model import SessionHeader
+from hindsight_batch.sinks.hindsight import HindsightClient
 from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+from hindsight_batch.sinks.upload import Uploader
+from hindsight_batch.verify import verify
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +96,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--mode", type=click.Choice(["explicit-only", "router"]), help="Override userRetain.mode.")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Ledger folder (default: $XDG_STATE_HOME/hindsight-batch).")
+@click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
+@click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
+@click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
 @common_options
 @handle_errors
 def import_command(
@@ -105,11 +112,14 @@ def import_command(
     project_filter: str | None,
     mode: str | None,
     state_dir: Path | None,
+    apply: bool,
+    wait: bool,
+    wait_timeout: float,
     config_file: Path | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Plan (and, later, upload) retain items from Pi session files. A dry run by default: no network.
+    """Plan retain items from Pi session files, and with --apply upload them. A dry run by default: no network.
 
     PATHS are session files or folders (a folder's *.jsonl and those one folder down, pi's per-cwd layout).
     Without PATHS, the default session root: $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions, or
@@ -120,10 +130,13 @@ def import_command(
       hindsight-batch import samples/ --manifest plan.jsonl
       hindsight-batch import ~/.pi/agent/sessions --since 2026-01-01 --json
       hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
+      hindsight-batch import ~/.pi/agent/sessions --apply --wait
     """
+    if wait and not apply:
+        raise UsageError("--wait goes with --apply")
     flags = {"import.branches": branches, "import.compaction": compaction, "userRetain.mode": mode}
     resolver = ConfigResolver(config_file=config_file, flags=flags)
-    resolver.for_cwd(None)  # a broken global config fails here, before any work
+    global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     files = find_session_files(list(paths))
     options = ImportOptions(
         paths=list(paths),
@@ -133,14 +146,34 @@ def import_command(
         cwd_filter=cwd_filter,
         project_filter=project_filter,
         progress=_progress(quiet),
+        apply=apply,
+        wait=wait,
+        wait_timeout=wait_timeout,
     )
     with Ledger(state_dir or default_state_dir()) as ledger:
-        summary = Importer(resolver, ledger, options, files).run()
+        if apply:
+            with client_for(global_settings) as client:
+                client.version()  # unreachable or unauthorized: exit 4 before any work
+
+                def uploader(run_id: str) -> Uploader:
+                    return Uploader(client, ledger, run_id, global_settings.upload)
+
+                summary = Importer(resolver, ledger, options, files, uploader).run()
+        else:
+            summary = Importer(resolver, ledger, options, files).run()
     data = summary.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2))
     if not quiet:
         _print_import_summary(data)
+    if data["upload"] and data["upload"]["failed"]:
+        sys.exit(EXIT_ITEMS_FAILED)
+
+
+def client_for(settings: Settings) -> HindsightClient:
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    return HindsightClient(settings.base_url, key, timeout=settings.upload.timeout_seconds,
+                           max_attempts=settings.upload.max_attempts)
 
 
 def _counts(mapping: Mapping[str, int]) -> str:
@@ -156,6 +189,8 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
     for problem in data["not_sessions"][:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
+    for duplicate in data["duplicate_sessions"][:10]:
+        out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
     out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
         f"{data['glued_lines']}; truncated last lines {data['truncated_tails']}")
     for problem in data["malformed"][:10]:
@@ -170,6 +205,13 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
         out("  User Bank: explicit-only mode; suggestions are recorded, nothing is written to the User Bank")
+    upload = data["upload"]
+    if upload:
+        still_open = upload["operations_still_open"]
+        out(f"  upload: {upload['requests']} request(s); documents: {_counts(upload['documents'])}"
+            + (f"; operations still open: {still_open}" if still_open else ""))
+        for error in upload["errors"][:10]:
+            out(f"  upload error: {error}")
     if data["manifest"]:
         out(f"  manifest: {data['manifest']}")
     out(f"  ledger: {data['ledger']}")
@@ -239,6 +281,39 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
     for note in decision.safety_notes:
         lines.append(f"safety: {note}")
     return "\n".join(lines)
+
+
+@cli.command("verify")
+@click.option("--bank", help="Only this bank.")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@common_options
+@handle_errors
+def verify_command(bank: str | None, state_dir: Path | None, config_file: Path | None, as_json: bool,
+                   quiet: bool) -> None:
+    """Compare the server's documents with the ledger: missing, extra and mismatched (content hash, tags,
+    metadata). Exit 1 when any differ.
+
+    \b
+    Example:
+      hindsight-batch verify --json
+    """
+    settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
+    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+        report = verify(ledger, client, bank)
+    data = report.to_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    elif not quiet:
+        click.echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
+                   f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
+                   f"mismatched {len(report.mismatched)}, extra {len(report.extra)}, "
+                   f"still processing {len(report.pending)}")
+        for kind in ("missing", "mismatched", "extra", "pending"):
+            for entry in data[kind][:50]:
+                fields = f" ({', '.join(entry['fields'])})" if "fields" in entry else ""
+                click.echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
+    if not report.ok:
+        sys.exit(EXIT_ITEMS_FAILED)
 
 
 @cli.command("status")

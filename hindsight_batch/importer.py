@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,8 +41,9 @@ from hindsight_batch.routing import route_content, strategy_for
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.reader import peek_header, read_session
 from hindsight_batch.session.tree import branch_segments, context_view
-from hindsight_batch.sinks.ledger import Ledger, SourceState
+from hindsight_batch.sinks.ledger import DocumentRow, Ledger, SourceState
 from hindsight_batch.sinks.manifest import ManifestRow, ManifestWriter
+from hindsight_batch.sinks.upload import Uploader
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ class ImportOptions:
     cwd_filter: str | None = None
     project_filter: str | None = None
     progress: bool = False
+    apply: bool = False
+    wait: bool = False
+    wait_timeout: float = 600.0
 
 
 @dataclass
@@ -267,6 +271,7 @@ class ImportSummary:
     unchanged_files: int = 0
     filtered_out: int = 0
     not_sessions: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
     bytes_read: int = 0
     entries: int = 0
     malformed_lines: list[dict[str, Any]] = field(default_factory=list)
@@ -286,6 +291,7 @@ class ImportSummary:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     manifest: str | None = None
     ledger: str | None = None
+    upload: dict[str, Any] | None = None
 
     MAX_LISTED = 50
 
@@ -301,6 +307,7 @@ class ImportSummary:
             "unchanged_files": self.unchanged_files,
             "filtered_out": self.filtered_out,
             "not_sessions": self.not_sessions,
+            "duplicate_sessions": self.duplicates,
             "bytes_read": self.bytes_read,
             "entries": self.entries,
             "malformed_lines": self.malformed_total,
@@ -321,6 +328,7 @@ class ImportSummary:
             "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
             "manifest": self.manifest,
             "ledger": self.ledger,
+            "upload": self.upload,
         }
 
 
@@ -331,12 +339,21 @@ def new_run_id() -> str:
 class Importer:
     """Runs an import over many files: one ledger, one manifest, per-session configuration."""
 
-    def __init__(self, resolver: ConfigResolver, ledger: Ledger, options: ImportOptions, files: list[Path]) -> None:
+    def __init__(
+        self,
+        resolver: ConfigResolver,
+        ledger: Ledger,
+        options: ImportOptions,
+        files: list[Path],
+        uploader_factory: Callable[[str], Uploader] | None = None,
+    ) -> None:
         self.resolver = resolver
         self.ledger = ledger
         self.options = options
         self.files = files
-        self.summary = ImportSummary(new_run_id(), "dry-run")
+        self.summary = ImportSummary(new_run_id(), "apply" if options.apply else "dry-run")
+        self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
+        self._session_files: dict[str, set[str]] | None = None
         self.times = StageTimes()
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
@@ -364,6 +381,17 @@ class Importer:
                 for path in self.files:
                     self._one(path, known, applied, manifest)
                     bar.update(path.stat().st_size)
+            if self.uploader is not None:
+                self.uploader.finish()
+                still_open = self.uploader.wait_for_operations(self.options.wait_timeout) if self.options.wait else 0
+                stats = self.uploader.stats
+                summary.upload = {
+                    "requests": stats.requests,
+                    "documents": dict(sorted((k, v) for k, v in stats.statuses.items() if v)),
+                    "failed": stats.statuses["failed"],
+                    "operations_still_open": still_open,
+                    "errors": stats.errors,
+                }
             status = "ok"
         finally:
             manifest.close()
@@ -395,6 +423,11 @@ class Importer:
         if not self._wanted(header, stat.st_mtime):
             summary.filtered_out += 1
             return
+        owner = self._owner(header.id, str(path))
+        if owner != str(path):
+            # Two files with one session id (a copied file) would fight over the same document ids.
+            summary.duplicates.append({"file": str(path), "same_session_as": owner})
+            return
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
         summary.user_retain_modes.add(settings.user_retain.mode)
@@ -407,10 +440,16 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            self._reuse(self.ledger.manifest_rows(previous.last_run_id, key), applied, manifest)
-            summary.unchanged_files += 1
-            self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
-            return
+            rows = self.ledger.manifest_rows(previous.last_run_id, key)
+            for data in rows:
+                if data["status"] in ("planned", "unchanged"):
+                    data["status"] = self._status({**data, "status": "planned"}, applied)
+            # An applied run re-reads a source that still has anything to send (e.g. after a kill).
+            if not (self.options.apply and any(d["status"] == "planned" for d in rows)):
+                self._reuse(rows, manifest)
+                summary.unchanged_files += 1
+                self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
+                return
         plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
                             self.options.include_content, self.times)
         t0 = time.perf_counter()
@@ -423,9 +462,38 @@ class Importer:
             data.pop("content", None)
             rows_json.append(data)
         self._count_rows(rows_json)
+        if self.uploader is not None:
+            self._send(plan, applied)
         self.ledger.add_manifest_rows(rows_json)
         self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
         self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
+
+    def _send(self, plan: SessionPlan, applied: dict[tuple[str, str], tuple[str, str]]) -> None:
+        assert self.uploader is not None
+        for planned in plan.items:
+            done = applied.get((planned.bank_id, planned.item.document_id))
+            if done and done[0] == planned.item_hash and done[1] in ("sent", "confirmed"):
+                continue
+            item = planned.item
+            row = DocumentRow(
+                bank_id=planned.bank_id, document_id=item.document_id, bank_role=planned.bank_role,
+                source_path=str(plan.path), session_id=plan.session.session_id,
+                content_hash=item.metadata["content_hash"], item_hash=planned.item_hash, tags=item.tags,
+                metadata=item.metadata,
+            )
+            payload = item.payload()
+            self.uploader.add(row, payload, len(item.content.encode("utf-8")) + 1024)
+
+    def _owner(self, session_id: str, path: str) -> str:
+        """The one file that imports a session id: the first path, in sort order, of those that hold it."""
+        if self._session_files is None:
+            self._session_files = {}
+            for known_path, session in self.ledger.source_sessions().items():
+                if Path(known_path).is_file():
+                    self._session_files.setdefault(session, set()).add(known_path)
+        paths = self._session_files.setdefault(session_id, set())
+        paths.add(path)
+        return min(p for p in paths if p == path or Path(p).is_file())
 
     def _wanted(self, header: SessionHeader, mtime: float) -> bool:
         options = self.options
@@ -450,15 +518,10 @@ class Importer:
             return "unchanged"
         return "planned"
 
-    def _reuse(
-        self, rows: list[dict[str, Any]], applied: dict[tuple[str, str], tuple[str, str]], manifest: ManifestWriter
-    ) -> None:
-        """An unchanged source: its rows from the run that last read it, with a fresh status and run id."""
+    def _reuse(self, rows: list[dict[str, Any]], manifest: ManifestWriter) -> None:
+        """An unchanged source: its rows from the run that last read it (statuses refreshed), with this run's id."""
         for data in rows:
             data["run_id"] = self.summary.run_id
-            if data["status"] in ("planned", "unchanged"):
-                data["status"] = "planned"
-                data["status"] = self._status(data, applied)
             manifest.write_json(data)
         self._count_rows(rows)
         self.ledger.add_manifest_rows(rows)

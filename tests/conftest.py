@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from hindsight_batch.cli import cli
 
+pytest_plugins = ["tests.server"]  # the real Hindsight server fixtures
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
 REAL_SAMPLES = REPO.parent / "shared" / "samples-real" / "pi"

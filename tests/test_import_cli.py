@@ -259,3 +259,32 @@ def test_explicit_only_import_never_targets_the_user_bank(runner: CliRunner, tmp
     assert suggested and all(
         not t["willWrite"] for r in suggested for t in r["decision"]["targets"] if t["bankRole"] == "global"
     )
+
+
+def test_apply_against_an_unreachable_server_exits_4_before_any_work(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HINDSIGHT_BASE_URL", "http://127.0.0.1:9")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"upload": {"maxAttempts": 1}}))
+    result = invoke(runner, "import", str(SAMPLES), "--apply", "--config", str(config), "--state", str(tmp_path / "s"))
+    assert result.exit_code == 4 and "no answer from http://127.0.0.1:9" in result.stderr
+    with Ledger(tmp_path / "s") as ledger:
+        assert ledger.sent_documents() == []
+
+
+def test_wait_without_apply_is_a_usage_error(runner: CliRunner) -> None:
+    result = invoke(runner, "import", str(SAMPLES), "--wait")
+    assert result.exit_code == 2 and "--wait goes with --apply" in result.stderr
+
+
+def test_a_copied_session_file_is_imported_once(runner: CliRunner, tmp_path: Path) -> None:
+    b = SessionBuilder(session_id="same-id")
+    b.user("one session, two files")
+    first = b.write(tmp_path / "a" / "1.jsonl")
+    second = b.write(tmp_path / "b" / "2.jsonl")
+    rows, summary = run_import(runner, tmp_path, str(second), str(first))
+    assert {r["source_file"] for r in rows} == {str(first)}
+    assert summary["duplicate_sessions"] == [{"file": str(second), "same_session_as": str(first)}]
+    _, again = run_import(runner, tmp_path, str(second), name="again.jsonl")  # the ledger remembers the other file
+    assert again["duplicate_sessions"] == [{"file": str(second), "same_session_as": str(first)}]

@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS sources (
 CREATE TABLE IF NOT EXISTS documents (
     bank_id VARCHAR, document_id VARCHAR, bank_role VARCHAR, source_path VARCHAR, session_id VARCHAR,
     content_hash VARCHAR, item_hash VARCHAR, status VARCHAR, operation_id VARCHAR, error VARCHAR,
-    run_id VARCHAR, updated_at TIMESTAMP, PRIMARY KEY (bank_id, document_id));
+    run_id VARCHAR, updated_at TIMESTAMP, tags VARCHAR, metadata VARCHAR, PRIMARY KEY (bank_id, document_id));
 CREATE TABLE IF NOT EXISTS manifest (
     run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
     reason VARCHAR, "row" VARCHAR);
@@ -51,6 +51,21 @@ class SourceState:
     mtime_ns: int
     settings_hash: str
     last_run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    bank_id: str
+    document_id: str
+    bank_role: str
+    source_path: str
+    session_id: str
+    content_hash: str
+    item_hash: str
+    tags: list[str]
+    metadata: dict[str, str]
+    status: str = "pending"
+    operation_id: str | None = None
 
 
 def _now() -> datetime:
@@ -111,6 +126,10 @@ class Ledger:
         rows = self.db.execute("SELECT path, size, mtime_ns, settings_hash, last_run_id FROM sources").fetchall()
         return {r[0]: SourceState(r[1], r[2], r[3], r[4]) for r in rows}
 
+    def source_sessions(self) -> dict[str, str]:
+        """path -> session id of every source seen."""
+        return dict(self.db.execute("SELECT path, session_id FROM sources").fetchall())
+
     def record_source(
         self, path: str, size: int, mtime_ns: int, session_id: str, settings_hash: str, run_id: str
     ) -> None:
@@ -124,6 +143,55 @@ class Ledger:
         """(bank, document) -> (item hash, status) for every document an applied run has sent."""
         rows = self.db.execute("SELECT bank_id, document_id, item_hash, status FROM documents").fetchall()
         return {(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+    def mark_pending(self, rows: Iterable[DocumentRow], operation_id: str, run_id: str) -> None:
+        """Record documents as about to be sent (S5: a kill after this point is resumed by the next run)."""
+        now = _now()
+        self.db.executemany(
+            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, NULL, ?, ?, ?, ?)",
+            [[r.bank_id, r.document_id, r.bank_role, r.source_path, r.session_id, r.content_hash, r.item_hash,
+              operation_id, run_id, now, json.dumps(r.tags), json.dumps(r.metadata, sort_keys=True)] for r in rows],
+        )
+
+    def set_status(self, bank_id: str, document_ids: Iterable[str], status: str, error: str | None = None) -> None:
+        self.db.executemany(
+            "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE bank_id = ? AND document_id = ?",
+            [[status, error, _now(), bank_id, doc] for doc in document_ids],
+        )
+
+    def set_operation_status(self, bank_id: str, operation_id: str, status: str, error: str | None = None) -> None:
+        self.db.execute(
+            "UPDATE documents SET status = ?, error = ?, updated_at = ? "
+            "WHERE bank_id = ? AND operation_id = ? AND status = 'sent'",
+            [status, error, _now(), bank_id, operation_id],
+        )
+
+    def sent_documents(self) -> list[DocumentRow]:
+        """Documents the server should hold: every one that was sent or confirmed."""
+        rows = self.db.execute(
+            "SELECT bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
+            "metadata, status, operation_id FROM documents WHERE status IN ('sent', 'confirmed') "
+            "ORDER BY bank_id, document_id"
+        ).fetchall()
+        return [
+            DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"),
+                        json.loads(r[8] or "{}"), r[9], r[10])
+            for r in rows
+        ]
+
+    def open_operations(self) -> dict[tuple[str, str], list[str]]:
+        """(bank, operation) -> documents still ``sent``: accepted by the server, not yet seen to complete."""
+        rows = self.db.execute(
+            "SELECT bank_id, operation_id, document_id FROM documents "
+            "WHERE status = 'sent' AND operation_id IS NOT NULL"
+        ).fetchall()
+        result: dict[tuple[str, str], list[str]] = {}
+        for bank_id, op, doc in rows:
+            result.setdefault((bank_id, op), []).append(doc)
+        return result
+
+    def known_document_ids(self) -> set[tuple[str, str]]:
+        return {(r[0], r[1]) for r in self.db.execute("SELECT bank_id, document_id FROM documents").fetchall()}
 
     # manifest
     def add_manifest_rows(self, rows: Iterable[dict[str, Any]]) -> None:
