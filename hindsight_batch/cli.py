@@ -8,24 +8,21 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hindsight_batch import __version__
-from hindsight_batch.config import ConfigResolver
-from hindsight_batch.config.model import Settings
 from hindsight_batch.errors import EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
-from hindsight_batch.importer import Importer, ImportOptions
-from hindsight_batch.items import base_tags, project_bank_id, session_scope
-from hindsight_batch.routing import route_text
-from hindsight_batch.routing.models import MemoryRouteDecision, bank_label
 from hindsight_batch.session.discovery import find_session_files
-from hindsight_batch.session.model import SessionHeader
-from hindsight_batch.sinks.hindsight import HindsightClient
-from hindsight_batch.sinks.ledger import Ledger, default_state_dir
-from hindsight_batch.sinks.upload import Uploader
-from hindsight_batch.verify import verify
+
+# The commands import what they use when they run: `--help` and `prune-recall-messages` then start without
+# loading pydantic, duckdb and httpx.
+if TYPE_CHECKING:
+    from hindsight_batch import prune
+    from hindsight_batch.config.model import Settings
+    from hindsight_batch.routing.models import MemoryRouteDecision
+    from hindsight_batch.sinks.hindsight import HindsightClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -132,6 +129,11 @@ def import_command(
       hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
       hindsight-batch import ~/.pi/agent/sessions --apply --wait
     """
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.importer import Importer, ImportOptions
+    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.sinks.upload import Uploader
+
     if wait and not apply:
         raise UsageError("--wait goes with --apply")
     flags = {"import.branches": branches, "import.compaction": compaction, "userRetain.mode": mode}
@@ -171,6 +173,8 @@ def import_command(
 
 
 def client_for(settings: Settings) -> HindsightClient:
+    from hindsight_batch.sinks.hindsight import HindsightClient
+
     key = settings.api_key.get_secret_value() if settings.api_key else None
     return HindsightClient(settings.base_url, key, timeout=settings.upload.timeout_seconds,
                            max_attempts=settings.upload.max_attempts)
@@ -181,6 +185,8 @@ def _counts(mapping: Mapping[str, int]) -> str:
 
 
 def _print_import_summary(data: dict[str, Any]) -> None:
+    from hindsight_batch.routing.models import bank_label
+
     out = _echo_err
     rate = f" ({data['mb_per_second']} MB/s)" if data["mb_per_second"] else ""
     out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
@@ -245,6 +251,11 @@ def route_command(
       hindsight-batch route "I prefer terse answers in every project"
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.items import base_tags, project_bank_id, session_scope
+    from hindsight_batch.routing import route_text
+    from hindsight_batch.session.model import SessionHeader
+
     if text is None or text == "-":
         if text is None and sys.stdin.isatty():
             raise UsageError("give TEXT, or '-' to read standard input")
@@ -264,6 +275,8 @@ def route_command(
 
 
 def _format_decision(decision: MemoryRouteDecision) -> str:
+    from hindsight_batch.routing.models import bank_label
+
     lines = [
         f"route: {bank_label(decision.route)} ({decision.route}), confidence {decision.confidence:.2f}",
         f"mode: {decision.mode}{' (ROUTER MODE ON)' if decision.mode == 'router' else ''}; "
@@ -283,6 +296,89 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
     return "\n".join(lines)
 
 
+@cli.command("prune-recall-messages")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--confirm", is_flag=True, help="Rewrite the files (without it: a preview, nothing is written).")
+@click.option("--custom-type", "custom_types", multiple=True,
+              help="Also remove custom messages of this customType (repeatable).")
+@click.option("--backup-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep backups here instead of beside each file.")
+@click.option("--min-age", default="30m", show_default=True,
+              help="Refuse files modified more recently than this (a live session): 90s, 30m, 2h, 0.")
+@click.option("--force", is_flag=True, help="Rewrite even a recently modified file.")
+@click.option("--restore", "restore_backup", type=click.Path(dir_okay=False, path_type=Path),
+              help="Put this backup back in place of the file it came from.")
+@click.option("--to", "restore_to", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --restore: where to put it (default: the file the backup's name comes from).")
+@common_options
+@handle_errors
+def prune_command(paths: tuple[Path, ...], confirm: bool, custom_types: tuple[str, ...], backup_dir: Path | None,
+                  min_age: str, force: bool, restore_backup: Path | None, restore_to: Path | None,
+                  config_file: Path | None, as_json: bool, quiet: bool) -> None:
+    """Remove persisted hindsight-recall messages from Pi session files, before uninstalling the extension.
+
+    A preview by default. With --confirm each file is rewritten atomically: children of a removed entry are
+    re-linked to its parent, compaction, label and branch-summary references are fixed, every other line stays
+    byte-for-byte, the original is kept as a backup (<file>.hindsight-prune-<time>.bak) and the result is checked.
+    Without PATHS, the default session root.
+
+    \b
+    Examples:
+      hindsight-batch prune-recall-messages
+      hindsight-batch prune-recall-messages ~/.pi/agent/sessions --confirm
+      hindsight-batch prune-recall-messages --restore s.jsonl.hindsight-prune-20260501T100000000000Z.bak
+    """
+    from hindsight_batch import prune
+
+    seconds = prune.parse_duration(min_age)
+    if restore_backup is not None:
+        if paths or confirm:
+            raise UsageError("--restore takes no PATHS and no --confirm")
+        try:
+            target = prune.restore(restore_backup, restore_to, force=force, min_age=seconds)
+        except prune.PruneRefused as exc:
+            raise UsageError(f"refused: {exc}") from None
+        if as_json:
+            click.echo(json.dumps({"restored": str(target), "from": str(restore_backup)}))
+        elif not quiet:
+            _echo_err(f"restored {target} from {restore_backup}")
+        return
+    files = find_session_files(list(paths))
+    types = (*prune.DEFAULT_TYPES, *custom_types)
+    results = list(prune.iter_results(files, confirm=confirm, types=types, backup_dir=backup_dir,
+                                      min_age=seconds, force=force))
+    if as_json:
+        click.echo(json.dumps({"confirm": confirm, "files": [r.to_dict() for r in results]}, indent=2))
+    elif not quiet:
+        _print_prune(results, confirm)
+    if any(r.status in ("refused", "failed") for r in results):
+        sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+        if result.status in ("clean", "not-a-session"):
+            continue
+        plan = result.plan
+        line = (f"{result.status}: {result.file}: remove {len(plan.get('remove', []))}, "
+                f"re-link {len(plan.get('relink', []))}, fix references {len(plan.get('fix_references', []))}")
+        if plan.get("neutralise"):
+            line += f", neutralise {len(plan['neutralise'])} (active leaf)"
+        _echo_err(line)
+        for note in plan.get("left_alone", [])[:5]:
+            _echo_err(f"  left alone: {note}")
+        if result.backup:
+            _echo_err(f"  backup: {result.backup}")
+        if result.reason:
+            _echo_err(f"  {result.reason}")
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no files"
+    _echo_err(f"prune-recall-messages ({'confirm' if confirm else 'preview, nothing written'}): {summary}")
+    if not confirm and counts.get("preview"):
+        _echo_err("run again with --confirm to rewrite these files (a backup of each is kept)")
+
+
 @cli.command("verify")
 @click.option("--bank", help="Only this bank.")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
@@ -297,6 +393,10 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
     Example:
       hindsight-batch verify --json
     """
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.verify import verify
+
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
     with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
         report = verify(ledger, client, bank)
@@ -330,6 +430,11 @@ def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path |
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.items import project_bank_id, session_scope
+    from hindsight_batch.session.model import SessionHeader
+    from hindsight_batch.sinks.ledger import default_state_dir
+
     folder = str((cwd or Path.cwd()).resolve())
     resolved = ConfigResolver(config_file=config_file).for_cwd(folder)
     settings = resolved.settings
@@ -379,6 +484,8 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _ledger_totals(state_dir: Path) -> dict[str, Any]:
+    from hindsight_batch.sinks.ledger import Ledger
+
     path = state_dir / "ledger.duckdb"
     if not path.exists():
         return {"path": str(path), "exists": False}

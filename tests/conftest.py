@@ -59,7 +59,7 @@ class SessionBuilder:
                                   "cwd": cwd}
         if version is not None:
             header["version"] = version
-        self.lines: list[str] = [json.dumps(header)]
+        self.lines: list[str] = [json.dumps(header, separators=(",", ":"))]
         self.leaf: str | None = None
         self.count = 0
 
@@ -69,7 +69,7 @@ class SessionBuilder:
         parent_id = self.leaf if parent is True else (None if parent is False else parent)
         obj = {"type": kind, "id": entry_id, "parentId": parent_id,
                "timestamp": f"2026-05-01T10:{self.count // 60:02d}:{self.count % 60:02d}.000Z", **fields}
-        self.lines.append(json.dumps(obj, ensure_ascii=False))
+        self.lines.append(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))  # as pi writes
         self.leaf = entry_id
         return entry_id
 

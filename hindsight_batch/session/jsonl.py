@@ -100,10 +100,17 @@ def iter_objects(
 ) -> Iterator[ParsedObject | Malformed]:
     """Yield each JSON object of a JSONL stream in order, or a :class:`Malformed` record for a bad line."""
     for line in iter_lines(stream, big_line_bytes):
-        if line.data is None:
-            yield from _parse_big_line(stream, line, big_string_chars)
-        else:
-            yield from _parse_line(line)
+        yield from parse_line(stream, line, big_string_chars)
+
+
+def parse_line(
+    stream: BinaryIO, line: RawLine, big_string_chars: int = BIG_STRING_CHARS
+) -> Iterator[ParsedObject | Malformed]:
+    """The objects of one line from :func:`iter_lines` (a big line is read again from ``stream``)."""
+    if line.data is None:
+        yield from _parse_big_line(stream, line, big_string_chars)
+    else:
+        yield from _parse_line(line)
 
 
 def _parse_line(line: RawLine) -> Iterator[ParsedObject | Malformed]:

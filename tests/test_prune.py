@@ -1,0 +1,338 @@
+"""prune-recall-messages (S6): the cleaner that cannot lose a line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch import prune
+from hindsight_batch.session.reader import read_session
+from hindsight_batch.session.tree import active_path
+from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder, invoke
+
+RECALL_TEXT = "<hindsight_memories>PRUNE-ME recalled memory</hindsight_memories>"
+
+
+def recall_line(shape: int, entry_id: str | None, parent: str | None, ts: str = "2026-05-01T10:00:00.000Z") -> str:
+    """A recall entry in shape 1 (custom_message) or 2 (message with role custom); v1 style when id is None."""
+    ids: dict[str, Any] = {} if entry_id is None else {"id": entry_id, "parentId": parent}
+    if shape == 1:
+        obj = {"type": "custom_message", "customType": "hindsight-recall", "content": RECALL_TEXT, "display": False,
+               **ids, "timestamp": ts}
+    else:
+        obj = {"type": "message", **ids, "timestamp": ts,
+               "message": {"role": "custom", "customType": "hindsight-recall", "content": RECALL_TEXT,
+                           "display": False, "timestamp": 1777629600000}}
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def insert_recalls(data: bytes, count: int = 4) -> bytes:
+    """Insert recall entries into a real file so that pruning them must give back the original bytes exactly.
+
+    v2/v3: a recall is spliced between an entry and its next line's entry (the child is re-pointed to it, and the
+    leaf gets one as its new last line). v1: recall lines are inserted and compaction indices shifted."""
+    lines = data.split(b"\n")
+    header = json.loads(lines[0])
+    version = header.get("version", 1)
+    entries = [i for i, line in enumerate(lines[1:], 1) if line.strip() and _object(line)]
+    if not entries:
+        return data.rstrip(b"\n") + b"\n" + recall_line(1, "rc-solo" if version > 1 else None, None).encode() + b"\n"
+    picks = sorted({entries[len(entries) * k // (count + 1)] for k in range(1, count + 1)})
+    out = list(lines)
+    inserted_before: list[int] = []  # v1: entry indices (header = 0) at which recall entries were inserted
+    for n, at in enumerate(reversed(picks)):
+        shape = 1 + n % 2
+        if version == 1:
+            index = sum(1 for i in entries if i < at) + 1
+            out.insert(at, recall_line(shape, None, None).encode())
+            inserted_before.append(index)
+            continue
+        child = json.loads(out[at])
+        if "parentId" not in child:
+            continue
+        rid = f"rc{n}"
+        out.insert(at, recall_line(shape, rid, child["parentId"]).encode())
+        raw = out[at + 1].decode()
+        old = json.dumps(child["parentId"])
+        assert raw.count(f'"parentId":{old}') == 1
+        out[at + 1] = raw.replace(f'"parentId":{old}', f'"parentId":"{rid}"').encode()
+    if version == 1:
+        for i, line in enumerate(out):
+            obj = _object(line)
+            if obj and obj.get("type") == "compaction" and isinstance(obj.get("firstKeptEntryIndex"), int):
+                old_index = obj["firstKeptEntryIndex"]
+                shift = sum(1 for p in inserted_before if p <= old_index)
+                text = line.decode()
+                out[i] = text.replace(f'"firstKeptEntryIndex":{old_index}',
+                                      f'"firstKeptEntryIndex":{old_index + shift}').encode()
+    else:  # one more at the leaf: the last entry gets a recall child
+        last = json.loads(out[entries[-1] + sum(1 for p in picks if p <= entries[-1])])
+        body = b"\n".join(out).rstrip(b"\n")
+        return body + b"\n" + recall_line(2, "rc-leaf", last["id"]).encode() + b"\n"
+    return b"\n".join(out)
+
+
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def confirm(path: Path, **options: Any) -> prune.PruneResult:
+    return prune.prune_file(path, confirm=True, force=True, **options)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REAL_SAMPLES.glob("*.jsonl")))
+def test_pruning_inserted_recall_gives_back_every_real_file_byte_for_byte(tmp_path: Path, name: str) -> None:
+    original = (REAL_SAMPLES / name).read_bytes()
+    path = tmp_path / name
+    path.write_bytes(insert_recalls(original))
+    assert RECALL_TEXT.encode() in path.read_bytes()
+    before = [n.id for n in active_path(read_session(path).entries)]
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert path.read_bytes() == original
+    after = [n.id for n in active_path(read_session(path).entries)]
+    if "version" in json.loads(original.split(b"\n")[0]):  # v2/v3 ids survive; v1 ids are line numbers
+        assert after == [i for i in before if not i.startswith("rc")]
+    assert Path(result.backup or "").read_bytes() == insert_recalls(original)
+
+
+@pytest.mark.parametrize("sample", sorted(p for p in SAMPLES.glob("*/*.jsonl") if p.stat().st_size))
+def test_own_samples_prune_cleanly(tmp_path: Path, sample: Path) -> None:
+    path = tmp_path / sample.name
+    path.write_bytes(sample.read_bytes())
+    result = confirm(path)
+    assert result.status in ("pruned", "clean"), result.reason
+    text = path.read_bytes()
+    assert b"hindsight-recall" not in text
+    if result.status == "pruned":
+        assert Path(result.backup or "").read_bytes() == sample.read_bytes()
+        session = read_session(path)
+        ids = {n.id for n in session.entries}
+        assert all(n.parent_id is None or n.parent_id in ids for n in session.entries)
+
+
+def tree(tmp_path: Path) -> tuple[SessionBuilder, dict[str, str]]:
+    b = SessionBuilder()
+    ids: dict[str, str] = {}
+    ids["u1"] = b.user("first question")
+    b.raw(recall_line(1, "r1", ids["u1"]))
+    b.leaf = "r1"
+    ids["a1"] = b.assistant("answer one")  # child of r1
+    ids["side"] = b.user("side branch", parent="r1")  # r1 has two children
+    b.raw(recall_line(2, "r2", ids["a1"]))
+    ids["u2"] = b.user("kept by the compaction", parent="r2")
+    ids["a2"] = b.assistant("answer two")
+    ids["comp"] = b.entry("compaction", summary="s", firstKeptEntryId="r2", tokensBefore=1)
+    ids["label"] = b.entry("label", targetId="r1", label="bookmark")
+    ids["bs"] = b.entry("branch_summary", fromId="r2", summary="came back")
+    ids["u3"] = b.user("last question")
+    return b, ids
+
+
+def test_children_compaction_label_and_branch_summary_are_relinked(tmp_path: Path) -> None:
+    b, ids = tree(tmp_path)
+    path = b.write(tmp_path / "s.jsonl")
+    original_lines = path.read_bytes().split(b"\n")
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    entries = {json.loads(line)["id"]: json.loads(line) for line in path.read_bytes().split(b"\n")[1:] if line}
+    assert "r1" not in entries and "r2" not in entries
+    assert entries[ids["a1"]]["parentId"] == ids["u1"] and entries[ids["side"]]["parentId"] == ids["u1"]
+    assert entries[ids["u2"]]["parentId"] == ids["a1"]
+    assert entries[ids["comp"]]["firstKeptEntryId"] == ids["u2"]  # the next surviving entry on its path
+    assert entries[ids["label"]]["targetId"] == ids["u1"]
+    assert entries[ids["bs"]]["fromId"] == ids["a1"]
+    new_lines = path.read_bytes().split(b"\n")
+    changed = {ids["a1"], ids["side"], ids["u2"], ids["comp"], ids["label"], ids["bs"]}
+    untouched = [line for line in original_lines
+                 if line and b'"r1"' not in line and b'"r2"' not in line]
+    assert [line for line in new_lines if line and json.loads(line).get("id") not in changed] == untouched
+    # A re-pointed child keeps every other byte: only the parentId value changed, key order included.
+    old_a1 = next(line for line in original_lines if f'"id":"{ids["a1"]}"'.encode() in line)
+    new_a1 = next(line for line in new_lines if f'"id":"{ids["a1"]}"'.encode() in line)
+    assert new_a1 == old_a1.replace(b'"parentId":"r1"', f'"parentId":"{ids["u1"]}"'.encode())
+
+
+def test_a_recall_leaf_on_another_branch_is_neutralised_not_removed(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.assistant("answer")
+    b.raw(recall_line(1, "rleaf", u1))  # the last line: pi resumes here
+    path = b.write(tmp_path / "s.jsonl")
+    before = [n.id for n in active_path(read_session(path).entries)]
+    result = confirm(path)
+    assert result.status == "pruned" and result.plan["neutralise"] == ["rleaf"]
+    assert b"PRUNE-ME" not in path.read_bytes()
+    assert [n.id for n in active_path(read_session(path).entries)] == before
+    last = json.loads(path.read_bytes().split(b"\n")[-2])
+    assert last["type"] == "custom" and last["id"] == "rleaf" and last["parentId"] == u1
+
+
+def test_glued_malformed_blank_and_truncated_lines_stay_as_they_were(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    u1 = b.user("one")
+    b.raw(recall_line(1, "r1", u1))
+    b.leaf = "r1"
+    b.assistant("two")
+    b.raw('{"type":"message","id":"g1","parentId":"e2","message":{"role":"user","content":"x"}}'
+          '{"type":"custom_message","customType":"hindsight-recall","content":"glued","id":"g2","parentId":"g1"}')
+    b.raw("")
+    b.raw('{"broken": ')
+    b.assistant("three", parent="e2")
+    path = b.write(tmp_path / "s.jsonl", trailing_newline=False)
+    data = path.read_bytes() + b'\n{"type":"message","id":"half'
+    path.write_bytes(data)
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert any("glued" in note for note in result.plan["left_alone"])
+    expected = data.replace(recall_line(1, "r1", u1).encode() + b"\n", b"").replace(b'"parentId":"r1"',
+                                                                                   f'"parentId":"{u1}"'.encode())
+    assert path.read_bytes() == expected
+
+
+def test_extra_custom_types(tmp_path: Path) -> None:
+    b = SessionBuilder()
+    u1 = b.user("q")
+    b.entry("custom_message", customType="hindsight-mm", content="mental model", display=False)
+    b.assistant("a")
+    b.user("q2")
+    path = b.write(tmp_path / "s.jsonl")
+    assert prune.prune_file(path, confirm=False).status == "clean"
+    result = confirm(path, types=("hindsight-recall", "hindsight-mm"))
+    assert result.status == "pruned" and b"mental model" not in path.read_bytes()
+    assert json.loads(path.read_bytes().split(b"\n")[2])["parentId"] == u1
+
+
+def test_preview_writes_nothing(runner: CliRunner, tmp_path: Path) -> None:
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "sessions" / "--x--" / "s.jsonl")
+    stat = path.stat()
+    data = path.read_bytes()
+    result = invoke(runner, "prune-recall-messages", str(tmp_path / "sessions"), "--json")
+    assert result.exit_code == 0
+    report = json.loads(result.output)["files"][0]
+    assert report["status"] == "preview" and sorted(report["remove"]) == ["r1", "r2"]
+    assert path.read_bytes() == data and path.stat().st_mtime_ns == stat.st_mtime_ns
+    assert list(path.parent.iterdir()) == [path]
+
+
+def test_min_age_refuses_a_fresh_file_unless_forced(runner: CliRunner, tmp_path: Path) -> None:
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "s.jsonl")
+    data = path.read_bytes()
+    refused = invoke(runner, "prune-recall-messages", str(path), "--confirm")
+    assert refused.exit_code == 1 and "min-age" in refused.stderr and path.read_bytes() == data
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    done = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--min-age", "30m")
+    assert done.exit_code == 0 and b"PRUNE-ME" not in path.read_bytes()
+
+
+def test_a_file_modified_during_the_run_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    real_write = prune._write_new
+
+    def write_while_pi_appends(plan: prune.PrunePlan, out: int) -> str:
+        digest = real_write(plan, out)
+        with path.open("a") as live:
+            live.write('{"type":"message","id":"late","parentId":"e9","message":{"role":"user","content":"x"}}\n')
+        return digest
+
+    monkeypatch.setattr(prune, "_write_new", write_while_pi_appends)
+    data_before = path.read_bytes()
+    result = confirm(path)
+    assert result.status == "refused" and "changed" in (result.reason or "")
+    assert path.read_bytes().startswith(data_before) and b'"id":"late"' in path.read_bytes()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["s.jsonl"]  # no backup, no temp file
+
+
+def test_permissions_and_mtime_are_kept_and_restore_round_trips(runner: CliRunner, tmp_path: Path) -> None:
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "s.jsonl")
+    path.chmod(0o640)
+    os.utime(path, ns=(1_700_000_000_000_000_000, 1_700_000_000_123_456_789))
+    original = path.read_bytes()
+    result = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--backup-dir", str(tmp_path / "bk"))
+    assert result.exit_code == 0, result.stderr
+    assert path.stat().st_mtime_ns == 1_700_000_000_123_456_789 and path.stat().st_mode & 0o777 == 0o640
+    backup = next((tmp_path / "bk").iterdir())
+    assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o640
+    pruned = path.read_bytes()
+    restored = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--to", str(path), "--force")
+    assert restored.exit_code == 0, restored.stderr
+    assert path.read_bytes() == original and path.stat().st_mtime_ns == 1_700_000_000_123_456_789
+    assert pruned != original
+    # Without --to, a backup beside the file knows where it belongs.
+    beside = confirm(path)
+    assert prune.restore(Path(beside.backup or ""), force=True) == path and path.read_bytes() == original
+
+
+def test_v1_files_prune_by_position_and_renumber_compactions(tmp_path: Path) -> None:
+    sample = SAMPLES / "--home-dev-acme-web--" / "2026-05-01T10-00-00-000Z_11111111-2222-4333-8444-555555555555.jsonl"
+    original = sample.read_bytes()
+    lines = original.split(b"\n")
+    lines.insert(2, recall_line(1, None, None).encode())  # before the compaction's first kept entry (index 4)
+    lines = [line.replace(b'"firstKeptEntryIndex":4', b'"firstKeptEntryIndex":5') for line in lines]
+    path = tmp_path / "v1.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    result = confirm(path)
+    assert result.status == "pruned" and result.plan["fix_references"][0]["firstKeptEntryIndex"] == 4
+    assert path.read_bytes() == original
+
+
+def _big_session(path: Path, megabytes: int) -> bytes:
+    b = SessionBuilder()
+    filler = "x" * 20_000
+    while sum(len(line) for line in b.lines) < megabytes * 1_000_000:
+        u = b.user(f"question {b.count} {filler}")
+        b.raw(recall_line(1, f"r{b.count}", u))
+        b.leaf = f"r{b.count}"
+        b.assistant(f"answer {filler}")
+    return b.write(path).read_bytes()
+
+
+@pytest.mark.timeout(600)
+def test_sigkill_at_any_point_leaves_the_original_or_the_new_file_and_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "sessions" / "big.jsonl"
+    original = _big_session(path, 60)
+    reference = tmp_path / "reference" / "big.jsonl"
+    reference.parent.mkdir()
+    reference.write_bytes(original)
+    assert confirm(reference).status == "pruned"
+    pruned = reference.read_bytes()
+    outcomes = []
+    for delay in (0.3, 0.6, 0.9, 1.2, 1.6, 2.2):
+        path.write_bytes(original)
+        for stale in path.parent.glob("big.jsonl.hindsight-prune-*.bak"):
+            stale.unlink()
+        process = subprocess.Popen([sys.executable, "-m", "hindsight_batch", "prune-recall-messages", str(path),
+                                    "--confirm", "--force", "-q"])
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait(30)
+        data = path.read_bytes()
+        assert data in (original, pruned)
+        assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+        outcomes.append("original" if data == original else "new")
+    assert "original" in outcomes
+
+
+def test_not_a_session_and_header_only_files_are_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"hello": 1}\n')
+    assert prune.prune_file(tmp_path / "a.jsonl", confirm=True, force=True).status == "not-a-session"
+    (tmp_path / "b.jsonl").write_bytes((REAL_SAMPLES / "pi-v3-header-only.jsonl").read_bytes())
+    assert prune.prune_file(tmp_path / "b.jsonl", confirm=True, force=True).status == "clean"
