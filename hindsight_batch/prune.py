@@ -46,9 +46,11 @@ from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, pa
 DEFAULT_TYPES = ("hindsight-recall",)
 BACKUP_MARK = ".hindsight-prune-"
 _CHUNK = 1 << 20
-# pi writes message entries as {"type":…,"id":…,"parentId":…,…}: when a line starts so, these are the top-level
-# fields, and the parentId value's bytes can be swapped in place.
-_FAST = re.compile(rb'\{"type":"([A-Za-z_]+)","id":"((?:[^"\\]|\\.)*)","parentId":(null|"(?:[^"\\]|\\.)*")[,}]')
+# pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
+# top-level fields. _FAST reads a plain message line from that prefix alone (ids with no escapes); _SPAN finds the
+# bytes of the parentId value of any line that starts in pi's key order, so a re-pointed parent is swapped in place.
+_FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
+_SPAN = re.compile(rb'\{"type":"[A-Za-z_]+","id":"(?:[^"\\]|\\.)*","parentId":(null|"(?:[^"\\]|\\.)*")[,}]')
 
 
 class PruneRefused(Exception):
@@ -68,7 +70,6 @@ class Entry(NamedTuple):
     parent: str | None
     type: str
     recall: bool
-    parent_span: tuple[int, int] | None = None  # absolute offsets of the parentId value in the file
     first_kept: str | None = None
     first_kept_index: int | None = None
     target_id: str | None = None
@@ -172,24 +173,24 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                 end = size
             lineno += 1
             length = end - offset
-            if length == 0 or (view[offset] in b" \t\r" and not view[offset:end].strip()):
+            if length == 0:
                 offset = end + 1
                 continue
             while next_marker < len(markers) and markers[next_marker] < offset:
                 next_marker += 1
             has_marker = next_marker < len(markers) and markers[next_marker] < end
-            fast = match(view, offset, end) if version else None
-            if fast is not None and not has_marker:
-                kind, raw_id, raw_parent = fast.group(1, 2, 3)
-                if kind == b"message":
-                    entries.append(Entry(
-                        len(entries), lineno, offset, length, terminated, False,
-                        raw_id.decode() if b"\\" not in raw_id else _string(raw_id),
-                        None if raw_parent == b"null" else _string(raw_parent[1:-1]), "message", False,
-                        fast.span(3),
-                    ))
-                    offset = end + 1
-                    continue
+            fast = match(view, offset, end) if version and not has_marker else None
+            if fast is not None:
+                raw_id, raw_parent = fast.group(1, 2)
+                entries.append(Entry(
+                    len(entries), lineno, offset, length, terminated, False, raw_id.decode(),
+                    None if raw_parent is None else raw_parent.decode(), "message", False,
+                ))
+                offset = end + 1
+                continue
+            if view[offset] in b" \t\r" and not view[offset:end].strip():
+                offset = end + 1
+                continue
             line = RawLine(lineno, offset, length, view[offset : offset + length] if length <= BIG_LINE_BYTES
                            else None, terminated)
             objects = [o for o in parse_line(stream, line) if not isinstance(o, Malformed)]
@@ -204,16 +205,14 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                     continue
                 if obj.get("type") == "session":
                     continue
-                span = fast.span(3) if fast and len(objects) == 1 else None
-                entries.append(_entry(obj, line, len(entries), len(objects) > 1, types, span))
+                entries.append(_entry(obj, line, len(entries), len(objects) > 1, types))
             offset = end + 1
     if not version:
         return 0, [], "no readable session header"
     return version, entries, None
 
 
-def _entry(obj: dict[str, Any], line: RawLine, seq: int, glued: bool, types: tuple[str, ...],
-           span: tuple[int, int] | None) -> Entry:
+def _entry(obj: dict[str, Any], line: RawLine, seq: int, glued: bool, types: tuple[str, ...]) -> Entry:
     def text(key: str) -> str | None:
         value = obj.get(key)
         return value if isinstance(value, str) else None
@@ -221,19 +220,26 @@ def _entry(obj: dict[str, Any], line: RawLine, seq: int, glued: bool, types: tup
     index = obj.get("firstKeptEntryIndex")
     return Entry(
         seq, line.lineno, line.offset, line.length, line.terminated, glued, text("id"), text("parentId"),
-        str(obj.get("type")), _is_recall(obj, types), span, text("firstKeptEntryId"),
+        str(obj.get("type")), _is_recall(obj, types), text("firstKeptEntryId"),
         index if isinstance(index, int) else None, text("targetId"), text("fromId"),
     )
 
 
 def _path_to(leaf: Entry, by_id: dict[str, Entry]) -> list[Entry]:
+    """Root-to-leaf over parentId; a missing parent ends it, and a cycle is cut where an entry would repeat."""
     path: list[Entry] = []
-    seen: set[int] = set()
+    get = by_id.get
     node: Entry | None = leaf
-    while node is not None and node.seq not in seen:
-        seen.add(node.seq)
+    while node is not None and len(path) <= len(by_id):
         path.append(node)
-        node = by_id.get(node.parent) if node.parent is not None else None
+        node = get(node.parent) if node.parent is not None else None
+    if node is not None:  # longer than the file: a cycle; walk again with a guard
+        path, seen = [], set()
+        node = leaf
+        while node is not None and node.seq not in seen:
+            seen.add(node.seq)
+            path.append(node)
+            node = get(node.parent) if node.parent is not None else None
     path.reverse()
     return path
 
@@ -328,8 +334,9 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
             plan.edits.append(_removal(entry))
         elif entry.seq in changes:
             values = changes[entry.seq]
-            if set(values) == {"parentId"} and entry.parent_span is not None:
-                start, end = entry.parent_span
+            span = _parent_span(plan.path, entry) if set(values) == {"parentId"} and not entry.glued else None
+            if span is not None:
+                start, end = span
                 new = values["parentId"]
                 plan.edits.append(Edit(start, end - start, b"null" if new is None else _json_bytes(new)))
             else:
@@ -342,6 +349,15 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
             if entry.seq in neutralise:
                 plan.neutralised.append(entry.id or "")
     plan.expected_path = [e.id or "" for e in old_path if e.seq not in removed]
+
+
+def _parent_span(path: Path, entry: Entry) -> tuple[int, int] | None:
+    """Where the parentId value's bytes are, if the line starts in pi's key order."""
+    with path.open("rb") as stream:
+        stream.seek(entry.offset)
+        head = stream.read(min(entry.length, 4096))
+    found = _SPAN.match(head)
+    return None if found is None else (entry.offset + found.start(1), entry.offset + found.end(1))
 
 
 def _surviving_ancestor(entry: Entry, by_id: dict[str, Entry], removed: set[int]) -> str | None:
