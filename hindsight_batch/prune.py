@@ -378,7 +378,8 @@ def _tree_changes(entries: list[Entry], by_id: dict[str, Entry], removed: set[in
             continue
         values: dict[str, Any] = {}
         if entry.parent in removed_ids:
-            values["parentId"] = _surviving_ancestor(entry, by_id, removed)
+            ancestor = _surviving_ancestor(entry, by_id, removed)
+            values["parentId"] = None if ancestor == entry.id else ancestor  # never a self-loop
         if entry.type == "compaction" and entry.first_kept in removed_ids:
             path = _path_to(entry, by_id)
             ids = [e.id for e in path]
