@@ -114,8 +114,10 @@ def plan_session(
     store = RecordStore()
     try:
         t0 = time.perf_counter()
+        inner = times.project + times.redact
         session = read_session(path, RecordMaker(settings, redactor, store, times))
-        times.extra["read"] = times.extra.get("read", 0.0) + time.perf_counter() - t0 - times.project - times.redact
+        elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
+        times.extra["read"] = times.extra.get("read", 0.0) + elapsed
         plan = SessionPlan(path, session)
         t1 = time.perf_counter()
         _plan_chunks(plan, header, settings, store, run_id, include_content)

@@ -43,8 +43,9 @@ def build(path: Path, size_mb: int) -> tuple[int, int]:
                 size = int(rng.lognormvariate(7.5, 1.3))  # median ~1.8 KB, long tail
                 text = ("output line with words and numbers 12345 " * (size // 42 + 1))[: min(size, 200_000)]
                 role = ("user", "assistant", "toolResult")[n % 3]
+                message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1777629600000}
                 obj = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-05-01T10:00:00.000Z",
-                       "message": {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1777629600000}}
+                       "message": message}
             out.write(json.dumps(obj, separators=(",", ":")) + "\n")
             parent = entry_id
             lines += 1

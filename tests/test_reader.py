@@ -190,3 +190,28 @@ def test_every_real_sample_reads_with_the_hand_checked_counts(name: str) -> None
 
 def test_every_real_sample_file_is_covered() -> None:
     assert sorted(p.name for p in REAL_SAMPLES.glob("*.jsonl")) == sorted(REAL_EXPECTED)
+
+
+def test_tool_result_lines_are_indexed_unparsed_only_when_safe(tmp_path: Path) -> None:
+    """Tool output is most of a session's bytes; when no setting could keep it, its line is indexed from pi's
+    key-order prefix without parsing. A glued or cut line still goes through the parser."""
+    b = SessionBuilder()
+    b.user("run it")
+    b.assistant({"type": "toolCall", "id": "h1", "name": "hindsight_recall", "arguments": {}},
+                {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}})
+    b.lines.append('{"type":"message","id":"r1","parentId":"e2","timestamp":"2026-05-01T10:00:03.000Z","message":'
+                   '{"role":"toolResult","toolCallId":"h1","toolName":"recall_alias","content":[{"type":"text",'
+                   '"text":"MEMORY"}],"isError":false,"timestamp":1}}')
+    b.lines.append('{"type":"message","id":"r2","parentId":"r1","timestamp":"2026-05-01T10:00:04.000Z","message":'
+                   '{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text",'
+                   '"text":"out"}],"isError":false,"timestamp":1}}'
+                   '{"type":"message","id":"u9","parentId":"r2","timestamp":"2026-05-01T10:00:05.000Z","message":'
+                   '{"role":"user","content":"glued question","timestamp":1}}')
+    path = b.write(tmp_path / "s.jsonl")
+    store = RecordStore()
+    session = read_session(path, RecordMaker(Settings(), Redactor(b"k"), store, StageTimes()))
+    outcomes = {n.id: n.payload for n in session.entries}
+    assert outcomes["r1"].dropped == "hindsight-tool"  # known by its call id, without parsing
+    assert outcomes["r2"].dropped == "retain-content"
+    assert "u9" in outcomes and outcomes["u9"].handle is not None  # the glued object was not lost
+    assert [n.id for n in active_path(session.entries)] == ["e1", "e2", "r1", "r2", "u9"]

@@ -125,14 +125,8 @@ class Projector:
             blocks = self._blocks(message.get("content"), self._content.assistant, out)
         elif role == "toolResult":
             name = str(message.get("toolName") or "")
-            if mf.is_hindsight_tool(name) or message.get("toolCallId") in self._hindsight_call_ids:
-                out.dropped = "hindsight-tool"
-                return out
-            if not self._content.tool_result:
-                out.dropped = "retain-content"
-                return out
-            if not tool_allowed(self._tools.tool_result, name):
-                out.dropped = "tool-filter"
+            out.dropped = self.tool_result_gate(name, message.get("toolCallId"))
+            if out.dropped:
                 return out
             blocks = self._blocks(message.get("content"), self._content.tool_result, out)
         elif role == "bashExecution":
@@ -148,6 +142,17 @@ class Projector:
             fields["timestamp"] = iso_from_ms(fields["timestamp"])
         out.record = self._record(entry, {"role": role, "content": blocks, **fields})
         return out
+
+    def tool_result_gate(self, name: str, call_id: object) -> str | None:
+        """Why a tool result with this name and call id is dropped whatever its content, or None. The reader
+        asks this before parsing a tool-result line, so most tool output is never parsed at all."""
+        if mf.is_hindsight_tool(name) or call_id in self._hindsight_call_ids:
+            return "hindsight-tool"
+        if not self._content.tool_result:
+            return "retain-content"
+        if not tool_allowed(self._tools.tool_result, name):
+            return "tool-filter"
+        return None
 
     def _record(self, entry: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
         top = {

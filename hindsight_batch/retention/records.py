@@ -96,6 +96,12 @@ class RecordMaker:
         self._store = store
         self._times = times
 
+    def unparsed_tool_result(self, tool_name: str, call_id: str) -> EntryOutcome | None:
+        """The outcome of a tool-result entry known only by its name and call id, when its content cannot
+        matter; None when the entry must be parsed."""
+        reason = self._projector.tool_result_gate(tool_name, call_id)
+        return EntryOutcome("toolResult", reason, Counter()) if reason else None
+
     def __call__(self, entry: dict[str, Any], node: EntryNode) -> EntryOutcome | None:
         t0 = time.perf_counter()
         projection = self._projector.project(entry)
@@ -106,7 +112,8 @@ class RecordMaker:
         outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
         if projection.record is not None:
             findings = Findings()
-            record = self._redactor.redact_value(projection.record, findings)
+            record = dict(projection.record)
+            record["message"] = self._redactor.redact_value(record["message"], findings)
             data = dump_record(record)
             outcome.handle = self._store.put(data)
             outcome.size = len(data)

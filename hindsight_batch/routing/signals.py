@@ -4,17 +4,25 @@ Text extraction reads the string values of the projected records (message text, 
 command output) and never their keys or structure: classifying pretty-printed JSON made every tool call look like
 "identity" and "project" in an earlier router (``reference/pi-hindsight.md`` §6).
 
-All patterns of a category are one alternation, scanned once per text; each alternative is anchored at a word
-boundary and uses bounded or possessive repetition, so a scan is linear in the text.
+Matching is by words, not by one big regular expression: the text is lowercased and split into word tokens
+once, and each signal is a set of phrases looked up among the text's words and word n-grams, so a chunk costs
+a few milliseconds whatever its content. A handful of signals that need their exact characters (paths, capitals,
+``PR #12``) use small patterns, each behind a literal test. A chunk's text is read up to ``ROUTING_SAMPLE_CHARS``
+from its start and ``ROUTING_TAIL_CHARS`` from its end: enough to classify it, and redaction still covers every
+byte (secrets are found there, not here).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+ROUTING_SAMPLE_CHARS = 24_000
+ROUTING_TAIL_CHARS = 8_000
 
 # Structural string fields of a projected record: never classified.
 _STRUCTURAL_KEYS = frozenset(
@@ -22,65 +30,102 @@ _STRUCTURAL_KEYS = frozenset(
      "provider", "model", "stopReason", "responseId", "name"}
 )
 
-# (category, label, pattern). Categories: "global" (User Bank), "project", "skip".
-_SIGNALS: tuple[tuple[str, str, str], ...] = (
-    ("global", "preference",
-     r"\b(?:i|we)\s++(?:always\s++|really\s++|generally\s++|usually\s++|strongly\s++)?(?:prefer|like|love|hate|dislike)\b"
-     r"|\bmy\s++(?:preference|preferred|favou?rite)\b|\bi(?:'d|\s++would)\s++rather\b"
-     r"|\bplease\s++(?:always|never)\b|\bi\s++(?:always|never)\s++(?:use|write|want|run|put|add|pick|choose)\b"),
-    ("global", "identity",
-     r"\bmy\s++(?:name|nickname)\s++is\s++(?-i:[A-Z])|\bcall\s++me\s++(?-i:[A-Z])"
-     r"|\bmy\s++(?:pronouns|handle|username|timezone|time\s++zone|birthday|native\s++language"
-     r"|first\s++language|job\s++title)\s++(?:is|are)\b|\bmy\s++pronouns\b"
-     r"|\bi(?:'m|\s++am)\s++(?:a|an)\s++(?:senior|junior|staff|principal|lead|freelance|self-taught|professional"
-     r"|backend|frontend|full[- ]stack|data|software|ml|devops|security|mobile)\b"
-     r"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++[A-Z]"),
-    ("global", "cross-project workflow",
-     r"\bacross\s++(?:all\s++)?(?:of\s++)?(?:my\s++|our\s++)?(?:projects|repos|repositories|codebases)\b"
-     r"|\b(?:in|for|on)\s++(?:every|all(?:\s++(?:of\s++)?my)?|any\s++of\s++my)\s++(?:projects?|repos?|repositories|codebases?)\b"
-     r"|\bregardless\s++of\s++(?:the\s++)?(?:project|repo)\b|\bglobally\b|\bcross-project\b"
-     r"|\bmy\s++(?:usual\s++|general\s++|personal\s++)?(?:workflow|habit|dotfiles|editor\s++setup|shell\s++setup)\b"
-     r"|\bwhenever\s++i\b"),
-    ("global", "communication style",
-     r"\b(?:terse|concise|brief|short|detailed)\s++(?:answers|replies|responses|explanations)\b"
-     r"|\b(?:reply|respond|answer|talk)\s++(?:to\s++me\s++)?in\s++(?:english|german|french|spanish|japanese"
-     r"|chinese|portuguese|italian|dutch|polish|russian|korean)\b|\bno\s++emojis?\b"
-     r"|\b(?:communication|response|writing)\s++style\b"),
-    ("project", "project reference",
-     r"\bthis\s++(?:repo|repository|project|codebase|package|crate|library|service|app)\b"
-     r"|\bour\s++(?:repo|codebase|project|service|api|backend|frontend|importer|cli)\b|\bin\s++the\s++(?:repo|codebase)\b"),
-    ("project", "architecture",
-     r"\barchitecture\b|\b(?:data|control|request)\s++flow\b"
-     r"|\b(?:schema|migration|endpoint|middleware|pipeline|adapter|interface|module|component|layer|queue"
-     r"|worker|database|ledger|manifest|parser|reader|router|uploader|handler)s?\b"),
-    ("project", "implementation decision",
-     r"\b(?:implement(?:ed|ation|s|ing)?|refactor(?:ed|ing|s)?|decided|decision|chose|switch(?:ed)?\s++to"
-     r"|instead\s++of|fix(?:ed|es)?|bug|regression|function|class|method|config(?:uration)?|dependenc(?:y|ies)"
-     r"|deterministic|idempoten(?:t|cy)|test(?:s|ed|ing)?)\b"),
-    ("project", "delivery state",
-     r"\b(?:PR|pull\s++request|issue|ticket)\s*+#?\d++\b|\b(?:merged|released|shipped|deployed|rollout|milestone"
-     r"|changelog|roadmap|sprint|deadline|backlog)\b|\bv\d++\.\d++(?:\.\d++)?\b"
-     r"|\b(?:CI|build|pipeline)\s++(?:is\s++)?(?:green|red|failing|passing|broken)\b|\bcommit\s++[0-9a-f]{7,40}+\b"
-     r"|\bTODO\b|\bblocked\s++(?:on|by)\b|\bcoverage\b"),
-    ("project", "code reference",
-     r"(?<![\w.\-])[\w\-]{1,80}+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|java|kt|rb|php|c|h|cpp|hpp|cs|swift|toml|yaml|yml"
-     r"|sql|sh|css|html|vue|svelte)\b|```"),
-    ("skip", "secret-like content",
-     r"\b(?:password|passphrase|passwd|api[\s_-]?key|secret\s++key|access\s++token|private\s++key|bearer\s++token"
-     r"|credentials?|session\s++cookie)\s++(?:is|was|=|:)\s++(?!\[REDACTED)\S"
-     r"|\bhere(?:'s|\s++is)\s++(?:my|the)\s++(?:password|token|api\s++key|secret)\b"),
-    ("skip", "transient artifact path",
-     r"(?:/tmp/|/var/folders/|/private/var/folders/|/dev/shm/|\\AppData\\Local\\Temp\\|%TEMP%|\$TMPDIR)"),
-    ("skip", "screenshot artifact", r"\bscreen\s?shots?\b|\bscreen[_ -]?capture\b|\bScreen\s++Shot\s++\d{4}+"),
-    ("skip", "temporary detail",
-     r"\b(?:temporary|temporarily|throwaway|scratch(?:pad)?|for\s++now|just\s++testing|ignore\s++this"
-     r"|debug\s++(?:print|output|log)|one-off)\b"),
-)
 
-_PATTERN = re.compile(
-    "|".join(f"(?P<s{i}>{pattern})" for i, (_c, _l, pattern) in enumerate(_SIGNALS)), re.IGNORECASE
+def _expand(spec: str) -> list[tuple[str, ...]]:
+    """``"i (always|) prefer"`` -> [("i", "always", "prefer"), ("i", "prefer")]."""
+    parts = re.findall(r"\(([^)]*)\)|(\S+)", spec)
+    options = [group.split("|") if group or not word else [word] for group, word in parts]
+    phrases = []
+    for combo in itertools.product(*options):
+        words = tuple(w for piece in combo for w in piece.split())
+        if words:
+            phrases.append(words)
+    return phrases
+
+
+# (category, label, phrase specs). Categories: "global" (User Bank), "project", "skip".
+_PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("global", "preference", (
+        "(i|we) (always|really|generally|usually|strongly|) (prefer|like|love|hate|dislike)",
+        "my (preference|preferred|favorite|favourite)", "(i'd|i would) rather", "please (always|never)",
+        "i (always|never) (use|write|want|run|put|add|pick|choose)",
+    )),
+    ("global", "identity", (
+        "my (pronouns|handle|username|timezone|birthday) (is|are)", "my time zone is",
+        "my (native|first) language is", "my job title is", "my pronouns",
+        "(i'm|i am) (a|an) (senior|junior|staff|principal|lead|freelance|self-taught|professional|backend|frontend"
+        "|full-stack|fullstack|data|software|ml|devops|security|mobile)",
+    )),
+    ("global", "cross-project workflow", (
+        "across (all|) (of|) (my|our|) (projects|repos|repositories|codebases)",
+        "(in|for|on) (every|any) (project|repo|repository|codebase)",
+        "(in|for|on) all (of|) (my|) (projects|repos|repositories|codebases)",
+        "regardless of (the|) (project|repo)", "globally", "cross-project",
+        "my (usual|general|personal|) (workflow|habit|dotfiles)", "my (editor|shell) setup", "whenever i",
+    )),
+    ("global", "communication style", (
+        "(terse|concise|brief|short|detailed) (answers|replies|responses|explanations)",
+        "(reply|respond|answer|talk) (to me|) in (english|german|french|spanish|japanese|chinese|portuguese"
+        "|italian|dutch|polish|russian|korean)",
+        "no (emoji|emojis)", "(communication|response|writing) style",
+    )),
+    ("project", "project reference", (
+        "this (repo|repository|project|codebase|package|crate|library|service|app)",
+        "our (repo|codebase|project|service|api|backend|frontend|importer|cli)", "in the (repo|codebase)",
+    )),
+    ("project", "architecture", (
+        "architecture", "(data|control|request) flow",
+        "(schema|migration|endpoint|middleware|pipeline|adapter|interface|module|component|layer|queue|worker"
+        "|database|ledger|manifest|parser|reader|router|uploader|handler|schemas|migrations|endpoints|modules"
+        "|components|layers|queues|workers|databases|parsers|readers|routers|handlers|adapters|interfaces)",
+    )),
+    ("project", "implementation decision", (
+        "(implement|implemented|implementation|implements|implementing|refactor|refactored|refactoring|refactors"
+        "|decided|decision|chose|fix|fixed|fixes|bug|regression|function|class|method|config|configuration"
+        "|dependency|dependencies|deterministic|idempotent|idempotency|test|tests|tested|testing)",
+        "switch to", "switched to", "instead of",
+    )),
+    ("project", "delivery state", (
+        "pull (request|requests)",
+        "(merged|released|shipped|deployed|rollout|milestone|changelog|roadmap|sprint|deadline"
+        "|backlog|coverage)", "blocked (on|by)", "(ci|build|pipeline) (is|) (green|red|failing|passing|broken)",
+    )),
+    ("skip", "secret-like content", (
+        "(password|passphrase|passwd|credential|credentials) (is|was)",
+        "(api key|secret key|access token|private key|bearer token|session cookie) (is|was)",
+        "here's (my|the) (password|token|secret)", "here is (my|the) (password|token|secret)",
+        "here's (my|the) api key", "here is (my|the) api key",
+    )),
+    ("skip", "screenshot artifact", (
+        "screenshot", "screenshots", "screen shot", "screen capture", "screen-capture", "screencapture",
+    )),
+    ("skip", "temporary detail", (
+        "temporary", "temporarily", "throwaway", "scratch", "scratchpad", "for now", "just testing",
+        "ignore this", "debug (print|output|log)", "one-off",
+    )),
 )
-_DELIVERY_CASE_SENSITIVE = re.compile(r"\b(?:PR|CI|TODO)\b")
+# Everything but letters, digits, apostrophes, dashes and underscores separates words (a C-speed translate).
+_SEPARATORS = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")}
+_CONTRACTIONS = frozenset({"here's", "it's", "that's", "what's", "there's", "let's", "he's", "she's"})
+_TABLE: list[tuple[str, str, list[tuple[str, ...]]]] = [
+    (category, label, [p for spec in specs for p in _expand(spec)]) for category, label, specs in _PHRASES
+]
+
+# Signals that need exact characters: (category, label, literal gate, pattern).
+_CASED = "(?-i:[A-Z])"
+_PATTERNS: tuple[tuple[str, str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("global", "identity", ("name", "call me", "live", "based", "work"), re.compile(
+        rf"\bmy\s++(?:name|nickname)\s++is\s++{_CASED}|\bcall\s++me\s++{_CASED}"
+        rf"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++{_CASED}", re.I)),
+    ("project", "delivery state", ("pr", "issue", "ticket", "todo", "ci", "commit", "v"), re.compile(
+        r"\b(?:PR|[Pp]ull request|[Ii]ssue|[Tt]icket)\s*+#?\d++\b|\bTODO\b|\bCI\b|\bv\d++\.\d++(?:\.\d++)?\b"
+        r"|\bcommit\s++[0-9a-f]{7,40}+\b")),
+    ("project", "code reference", (".", "```"), re.compile(
+        r"(?<![\w.\-])[\w\-]{1,80}+\.(?:py|ts|tsx|js|jsx|mjs|rs|go|java|kt|rb|php|c|h|cpp|hpp|cs|swift|toml|yaml"
+        r"|yml|sql|sh|css|html|vue|svelte)\b|```")),
+)
+_TRANSIENT_PATHS = ("/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/", "\\appdata\\local\\temp\\",
+                    "%temp%", "$tmpdir")
 
 # A line that looks like terminal or test-runner output rather than prose.
 _OUTPUT_LINE = re.compile(
@@ -144,18 +189,47 @@ def extract_text(content: str) -> str:
     return "\n".join(pieces)
 
 
+def sample(text: str) -> str:
+    """What the router reads of a long text: its start and its end."""
+    if len(text) <= ROUTING_SAMPLE_CHARS + ROUTING_TAIL_CHARS:
+        return text
+    return text[:ROUTING_SAMPLE_CHARS] + "\n" + text[-ROUTING_TAIL_CHARS:]
+
+
 def find_signals(text: str) -> SignalMatches:
+    text = sample(text)
     matches = SignalMatches()
-    for match in _PATTERN.finditer(text):
-        name = match.lastgroup
-        if name is None:
-            continue
-        category, label, _ = _SIGNALS[int(name[1:])]
-        # Abbreviations count only in capitals ("pr" and "ci" are common inside words and paths).
-        abbreviation = match.group(0).upper() in ("PR", "CI", "TODO")
-        if label == "delivery state" and abbreviation and not _DELIVERY_CASE_SENSITIVE.fullmatch(match.group(0)):
-            continue
-        matches.labels[(category, label)] += 1
+    lower = text.lower()
+    words = [w[:-2] if w.endswith("'s") and w not in _CONTRACTIONS else w.strip("'-_")
+             for w in lower.translate(_SEPARATORS).split()]
+    counts = Counter(words)
+    bigrams = set(itertools.pairwise(words))
+    joined: str | None = None
+
+    def present(phrase: tuple[str, ...]) -> int:
+        nonlocal joined
+        if len(phrase) == 1:
+            return counts.get(phrase[0], 0)
+        if (phrase[0], phrase[1]) not in bigrams:
+            return 0
+        if len(phrase) == 2:
+            return 1
+        if joined is None:
+            joined = " " + " ".join(words) + " "
+        return 1 if f" {' '.join(phrase)} " in joined else 0
+
+    for category, label, phrases in _TABLE:
+        found = sum(present(p) for p in phrases)
+        if found:
+            matches.labels[(category, label)] += found
+    for category, label, gate, pattern in _PATTERNS:
+        if any(literal in lower for literal in gate):
+            found = sum(1 for _ in pattern.finditer(text))
+            if found:
+                matches.labels[(category, label)] += found
+    transient = sum(lower.count(path) for path in _TRANSIENT_PATHS)
+    if transient:
+        matches.labels[("skip", "transient artifact path")] += transient
     for line in text.split("\n"):
         if line.strip():
             matches.text_lines += 1

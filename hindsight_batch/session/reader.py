@@ -7,11 +7,12 @@ keeps memory bounded by the index and by what the visitor keeps, not by the file
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.session.jsonl import Malformed, iter_objects
+from hindsight_batch.session.jsonl import Malformed, RawLine, iter_lines, iter_objects, parse_line
 from hindsight_batch.session.migrate import Migrator
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
 
@@ -40,6 +41,35 @@ def read_header(obj: dict[str, Any]) -> SessionHeader | str:
     )
 
 
+# A v3 tool-result line as pi writes it: the entry's fields, then role, toolCallId and toolName before content.
+_TOOL_RESULT = re.compile(
+    rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)"),"timestamp":"([^"\\]*+)",'
+    rb'"message":\{"role":"toolResult","toolCallId":"([^"\\]*+)","toolName":"([^"\\]*+)"'
+)
+
+
+def _unparsed_tool_result(line: RawLine, seq: int, visit: Visitor) -> EntryNode | None:
+    """Index a tool-result line without parsing it, when the visitor says its content cannot matter.
+
+    Only for a complete line holding one object: ``}{"`` cannot occur inside a JSON string (the quote would be
+    escaped), so its absence rules out two glued objects, and a line that does not end in ``}`` is left to the
+    parser (it may be cut)."""
+    data = line.data
+    shortcut = getattr(visit, "unparsed_tool_result", None)
+    if shortcut is None or data is None or not line.terminated or b'}{"' in data or not data.rstrip().endswith(b"}"):
+        return None
+    found = _TOOL_RESULT.match(data)
+    if found is None:
+        return None
+    entry_id, parent, timestamp, call_id, name = (g.decode() if g is not None else None for g in found.groups())
+    outcome = shortcut(name, call_id)
+    if outcome is None:
+        return None
+    node = EntryNode(seq, line.lineno, entry_id or f"L{line.lineno}", parent, "message", timestamp)
+    node.payload = outcome
+    return node
+
+
 def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
     """Read ``path`` (opened read-only; session files are never written here)."""
     with path.open("rb") as stream:
@@ -47,33 +77,40 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
         result = SessionFile(path=path, size=size, header=None)
         migrator: Migrator | None = None
         seq = 0
-        for item in iter_objects(stream):
-            if isinstance(item, Malformed):
-                if item.truncated_tail:
-                    result.truncated_tail = True
-                else:
-                    result.malformed.append(LineProblem(item.lineno, item.reason))
-                continue
-            obj = item.obj
-            if item.glued and (not result.glued_lines or result.glued_lines[-1] != item.lineno):
-                result.glued_lines.append(item.lineno)
-            if result.header is None:
-                header = read_header(obj)
-                if isinstance(header, str):
-                    result.problem = f"line {item.lineno}: {header}"
-                    return result
-                result.header = header
-                migrator = Migrator(header.version)
-                continue
-            if obj.get("type") == "session":
-                continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
-            assert migrator is not None
-            obj = migrator.migrate(obj, item.lineno)
-            node = _index_row(obj, seq, item.lineno)
-            if visit is not None:
-                node.payload = visit(obj, node)
-            result.entries.append(node)
-            seq += 1
+        for line in iter_lines(stream):
+            if visit is not None and result.header is not None and result.header.version == 3:
+                node = _unparsed_tool_result(line, seq, visit)
+                if node is not None:
+                    result.entries.append(node)
+                    seq += 1
+                    continue
+            for item in parse_line(stream, line):
+                if isinstance(item, Malformed):
+                    if item.truncated_tail:
+                        result.truncated_tail = True
+                    else:
+                        result.malformed.append(LineProblem(item.lineno, item.reason))
+                    continue
+                obj = item.obj
+                if item.glued and (not result.glued_lines or result.glued_lines[-1] != item.lineno):
+                    result.glued_lines.append(item.lineno)
+                if result.header is None:
+                    header = read_header(obj)
+                    if isinstance(header, str):
+                        result.problem = f"line {item.lineno}: {header}"
+                        return result
+                    result.header = header
+                    migrator = Migrator(header.version)
+                    continue
+                if obj.get("type") == "session":
+                    continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
+                assert migrator is not None
+                obj = migrator.migrate(obj, item.lineno)
+                node = _index_row(obj, seq, item.lineno)
+                if visit is not None:
+                    node.payload = visit(obj, node)
+                result.entries.append(node)
+                seq += 1
         if result.header is None and result.problem is None:
             result.problem = "empty file" if not result.malformed else "no readable session header"
     return result

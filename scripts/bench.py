@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Dry-run import benchmark: MB/s, records/s, time per stage, peak RSS, against a bare JSON parse of the same bytes.
+
+Targets (one process, this 2-core machine): >= 60 MB/s end to end and >= 0.25x the bare parse rate; peak RSS
+<= 250 MB on the 300 MB corpus (and on a 1 GB single file, with --single-file); a catch-up re-run over the
+unchanged corpus in <= 2 s.
+
+    .venv/bin/python scripts/bench.py [--corpus DIR] [--total-mb 300] [--single-file] [--json-out bench.json]
+
+Without --corpus, scripts/gen_corpus.py writes one to a temporary folder first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+BARE = """
+import json, sys, time
+from pathlib import Path
+files = [p for p in Path(sys.argv[1]).rglob('*.jsonl')]
+started = time.perf_counter(); size = records = 0
+for path in files:
+    data = path.read_bytes(); size += len(data)
+    for line in data.split(b'\\n'):
+        if line.strip():
+            try:
+                json.loads(line)
+            except ValueError:
+                pass
+            records += 1
+print(json.dumps({"seconds": time.perf_counter() - started, "bytes": size, "records": records}))
+"""
+
+
+def verdict(ok: bool) -> str:
+    return "[target: OK]" if ok else "[target: MISSED]"
+
+
+def run_json(args: list[str]) -> tuple[dict[str, object], float]:
+    started = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout), time.perf_counter() - started
+
+
+def measure_import(corpus: Path, state: Path, extra: list[str] | None = None) -> dict[str, object]:
+    """One import in a fresh child process, with its peak RSS (measured by a wrapper so each run is separate)."""
+    wrapper = (
+        "import resource, subprocess, sys, json\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True, check=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        "print(json.dumps({'summary': json.loads(done.stdout), 'peak_rss_mb': peak}))\n"
+    )
+    args = [sys.executable, "-c", wrapper, sys.executable, "-m", "hindsight_batch", "import", str(corpus),
+            "--state", str(state), "--json", "-q", *(extra or [])]
+    result, seconds = run_json(args)
+    result["wall_seconds"] = seconds
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path)
+    parser.add_argument("--total-mb", type=int, default=300)
+    parser.add_argument("--single-file", action="store_true", help="also measure a 1 GB single session file")
+    parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
+    corpus = args.corpus
+    if corpus is None:
+        corpus = work / "corpus"
+        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(corpus), "--total-mb", str(args.total_mb)],
+                       check=True)
+    bare, _ = run_json([sys.executable, "-c", BARE, str(corpus)])
+    first = measure_import(corpus, work / "state")
+    again = measure_import(corpus, work / "state")
+    summary = first["summary"]
+    assert isinstance(summary, dict)
+    size_mb = float(summary["bytes_read"]) / 1e6
+    seconds = float(summary["seconds"])
+    bare_rate = float(bare["bytes"]) / 1e6 / float(bare["seconds"])  # type: ignore[arg-type]
+    rate = size_mb / seconds
+    peak = float(first["peak_rss_mb"])  # type: ignore[arg-type]
+    rerun = float(again["wall_seconds"])  # type: ignore[arg-type]
+    records = float(bare["records"]) / float(bare["seconds"])  # type: ignore[arg-type]
+    rows = [
+        ("corpus", f"{size_mb:.0f} MB, {summary['files']} files, {summary['entries']} entries"),
+        ("bare json.loads", f"{bare_rate:.0f} MB/s ({records:.0f} rec/s)"),
+        ("dry-run import", f"{rate:.1f} MB/s ({float(summary['entries']) / seconds:.0f} rec/s) {verdict(rate >= 60)}"),
+        ("ratio to bare", f"{rate / bare_rate:.2f}x {verdict(rate / bare_rate >= 0.25)}"),
+        ("peak RSS", f"{peak:.0f} MB {verdict(peak <= 250)}"),
+        ("wall (process)", f"{first['wall_seconds']:.1f} s"),
+        ("catch-up re-run", f"{rerun:.2f} s wall {verdict(rerun <= 2)}"),
+    ]
+    stages = summary["stage_seconds"]
+    assert isinstance(stages, dict)
+    for stage, value in stages.items():
+        rows.append((f"  stage {stage}", f"{value:.2f} s"))
+    result: dict[str, object] = {"bare": bare, "import": first, "rerun": again}
+    if args.single_file:
+        single = work / "single"
+        subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(single), "--total-mb", "1000",
+                        "--big-mb", "1000"], check=True)
+        one = measure_import(single, work / "state-single")
+        one_summary = one["summary"]
+        assert isinstance(one_summary, dict)
+        one_rate = float(one_summary["bytes_read"]) / 1e6 / float(one_summary["seconds"])
+        one_peak = float(one["peak_rss_mb"])  # type: ignore[arg-type]
+        rows.append(("1 GB single file", f"{one_rate:.1f} MB/s, peak RSS {one_peak:.0f} MB {verdict(one_peak <= 250)}"))
+        result["single_file"] = one
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    args.json_out.write_text(json.dumps(result, indent=2, default=str))
+    print(f"(details in {args.json_out})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Write a deterministic synthetic corpus of Pi sessions with a real-world profile, for the benchmark.
+
+Many files with log-normal sizes (median about 100 KB, p99 about 5 MB) plus one file of at least 200 MB, laid out
+like a pi session root (one folder per cwd). Sessions hold prose, thinking blocks, tool calls and large tool
+outputs, base64 images, recall entries in both shapes, hindsight tool calls and results, about one fake secret per
+50 KB, branches and compactions. The same --seed and --total-mb always give the same bytes.
+
+    .venv/bin/python scripts/gen_corpus.py OUT_DIR [--total-mb 300] [--big-mb 200] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+WORDS = ("the", "queue", "lock", "owner", "pid", "stale", "check", "importer", "ledger", "manifest", "chunk",
+    "route", "bank", "memory", "test", "fix", "build", "module", "parser", "reader", "config", "project",
+    "user", "prefer", "retry", "server", "request", "batch", "document", "session", "window", "deploy",
+    "review", "commit", "branch", "error", "value", "timeout", "cache", "index", "schema", "migration",
+    "handler", "token", "budget")
+PROJECTS = ["acme-api", "acme-web", "data-pipeline", "dotfiles", "ml-experiments", "infra", "mobile-app", "docs"]
+SECRETS = [
+    "ghp_{r36}", "sk-proj-{r40}", "sk-ant-api03-{r40}", "AKIA{U16}", "xoxb-1234567890-{r20}",
+    "Authorization: Bearer {r32}", "postgres://app:{r12}@db.example.com/app", "DB_PASSWORD={r14}",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.{r24}",
+]
+
+
+class Writer:
+    def __init__(self, rng: random.Random, path: Path, session_id: str, cwd: str) -> None:
+        self.rng = rng
+        self.path = path
+        self.n = 0
+        self.ms = 1_777_629_600_000
+        self.leaf: str | None = None
+        self.ids: list[str] = []
+        self.size = 0
+        self.since_secret = 0
+        self.out = path.open("w", encoding="utf-8")
+        self._write({"type": "session", "version": 3, "id": session_id, "timestamp": self._iso(), "cwd": cwd})
+
+    def _iso(self) -> str:
+        seconds, ms = divmod(self.ms, 1000)
+        import time as _time
+
+        return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(seconds)) + f".{ms:03d}Z"
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self.out.write(line)
+        self.size += len(line)
+        self.since_secret += len(line)
+
+    def words(self, count: int) -> str:
+        rng = self.rng
+        text = " ".join(rng.choice(WORDS) for _ in range(count))
+        if self.since_secret > 50_000:  # about one secret per 50 KB
+            self.since_secret = 0
+            template = rng.choice(SECRETS)
+            alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            secret = (template.replace("{r36}", "".join(rng.choice(alphabet) for _ in range(36)))
+                      .replace("{r40}", "".join(rng.choice(alphabet) for _ in range(40)))
+                      .replace("{r32}", "".join(rng.choice(alphabet) for _ in range(32)))
+                      .replace("{r24}", "".join(rng.choice(alphabet) for _ in range(24)))
+                      .replace("{r20}", "".join(rng.choice(alphabet) for _ in range(20)))
+                      .replace("{r14}", "".join(rng.choice(alphabet) for _ in range(14)))
+                      .replace("{r12}", "".join(rng.choice(alphabet) for _ in range(12)))
+                      .replace("{U16}", "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(16))))
+            text += f" {secret} "
+        return text
+
+    def entry(self, kind: str, parent: str | bool | None = True, **fields: Any) -> str:
+        self.n += 1
+        self.ms += self.rng.randint(200, 30_000)
+        entry_id = f"{self.n:08x}"
+        parent_id = self.leaf if parent is True else (None if parent is False else parent)
+        if kind == "custom_message":
+            obj = {"type": kind, **fields, "id": entry_id, "parentId": parent_id, "timestamp": self._iso()}
+        else:
+            obj = {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": self._iso(), **fields}
+        self._write(obj)
+        self.leaf = entry_id
+        self.ids.append(entry_id)
+        return entry_id
+
+    def message(self, role: str, content: Any, parent: str | bool | None = True, **extra: Any) -> str:
+        head = {k: extra.pop(k) for k in ("toolCallId", "toolName", "customType") if k in extra}
+        # pi's key order: role, (toolCallId, toolName), content, …, timestamp
+        return self.entry("message", parent, message={"role": role, **head, "content": content, **extra,
+                                                      "timestamp": self.ms})
+
+    def turn(self) -> None:
+        rng = self.rng
+        parent: str | bool | None = True
+        if len(self.ids) > 20 and rng.random() < 0.03:  # the user goes back: a branch
+            parent = self.ids[rng.randrange(len(self.ids) - 10, len(self.ids) - 2)]
+        user_content: list[dict[str, Any]] = [{"type": "text", "text": self.words(rng.randint(10, 300))}]
+        if rng.random() < 0.02:
+            image = base64.b64encode(rng.randbytes(rng.randint(20_000, 120_000))).decode()
+            user_content.append({"type": "image", "data": image, "mimeType": "image/png"})
+        user = self.message("user", user_content, parent)
+        if rng.random() < 0.05:
+            self.entry("custom_message", customType="hindsight-recall", display=False,
+                       content="<hindsight_memories>\n" + self.words(rng.randint(50, 400)) + "\n</hindsight_memories>")
+        elif rng.random() < 0.02:
+            self.message("custom", "<hindsight-memory>" + self.words(80) + "</hindsight-memory>",
+                         customType="hindsight-recall", display=False)
+        for _step in range(rng.randint(1, 6)):
+            tool = rng.choice(["bash", "read", "edit", "grep", "write", "bash", "hindsight_recall"]
+                              if rng.random() > 0.97 else ["bash", "read", "edit", "grep", "write", "bash"])
+            call_id = f"toolu_{self.n:010d}"
+            blocks: list[dict[str, Any]] = []
+            if rng.random() < 0.5:
+                blocks.append({"type": "thinking", "thinking": self.words(rng.randint(20, 200)),
+                               "thinkingSignature": "c2ln" * 20})
+            blocks.append({"type": "text", "text": self.words(rng.randint(5, 80))})
+            blocks.append({"type": "toolCall", "id": call_id, "name": tool,
+                           "arguments": {"command": self.words(6)} if tool == "bash" else {"path": "src/x.py"}})
+            self.message("assistant", blocks, api="anthropic-messages", provider="anthropic",
+                         model="claude-sonnet-4-5", stopReason="toolUse",
+                         usage={"input": 100, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 150,
+                                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}})
+            size = int(min(rng.lognormvariate(math.log(2_000), 1.5), 1_500_000))
+            output = (self.words(40) + "\n") * max(1, size // 300)
+            self.message("toolResult", [{"type": "text", "text": output}], toolCallId=call_id, toolName=tool,
+                         isError=rng.random() < 0.05)
+        self.message("assistant", [{"type": "text", "text": self.words(rng.randint(20, 300))}],
+                     api="anthropic-messages", provider="anthropic", model="claude-sonnet-4-5", stopReason="stop")
+        if self.size > 2_000_000 and rng.random() < 0.02:
+            self.entry("compaction", summary=self.words(200), firstKeptEntryId=user, tokensBefore=150_000,
+                       details={"readFiles": [], "modifiedFiles": []}, fromHook=False)
+
+    def close(self) -> None:
+        self.out.close()
+
+
+def write_session(rng: random.Random, root: Path, index: int, target: int) -> int:
+    project = PROJECTS[index % len(PROJECTS)]
+    folder = root / f"--home-dev-{project}--"
+    folder.mkdir(parents=True, exist_ok=True)
+    session_id = f"0196a1b2-{index:04x}-7000-8000-{rng.getrandbits(48):012x}"
+    writer = Writer(rng, folder / f"2026-05-01T10-00-00-000Z_{session_id}.jsonl", session_id, f"/home/dev/{project}")
+    writer.entry("model_change", False, provider="anthropic", modelId="claude-sonnet-4-5")
+    writer.entry("thinking_level_change", thinkingLevel="medium")
+    while writer.size < target:
+        writer.turn()
+    writer.close()
+    return writer.size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--total-mb", type=int, default=300)
+    parser.add_argument("--big-mb", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    total = args.total_mb * 1_000_000
+    big = min(args.big_mb * 1_000_000, total)
+    written = write_session(rng, args.out, 0, big)
+    sizes = [written]
+    index = 1
+    mu, sigma = math.log(100_000), math.log(50) / 2.326  # median 100 KB, p99 about 5 MB
+    while written < total:
+        target = int(min(rng.lognormvariate(mu, sigma), total - written + 1))
+        size = write_session(rng, args.out, index, max(target, 2_000))
+        sizes.append(size)
+        written += size
+        index += 1
+    small = sorted(sizes[1:]) or [0]
+    print(f"wrote {len(sizes)} sessions, {written / 1e6:.0f} MB, under {args.out}: largest {sizes[0] / 1e6:.0f} MB; "
+          f"others median {small[len(small) // 2] / 1e3:.0f} KB, p99 {small[int(len(small) * 0.99)] / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
