@@ -356,6 +356,9 @@ class Importer:
         self.summary = ImportSummary(new_run_id(), "apply" if options.apply else "dry-run")
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._session_files: dict[str, set[str]] | None = None
+        self._latest: dict[str, list[dict[str, Any]]] = {}
+        self._pending_rows: list[dict[str, Any]] = []
+        self._pending_sources: list[tuple[str, int, int, str, str, str]] = []
         self.times = StageTimes()
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
@@ -374,6 +377,7 @@ class Importer:
         summary.ledger = str(self.ledger.path)
         self.ledger.start_run(summary.run_id, "import", summary.mode)
         known = self.ledger.sources()
+        self._latest = self.ledger.latest_rows() if known else {}
         applied = self.ledger.document_hashes()
         total = sum(p.stat().st_size for p in self.files)
         status = "failed"
@@ -383,6 +387,7 @@ class Importer:
                 for path in self.files:
                     self._one(path, known, applied, manifest)
                     bar.update(path.stat().st_size)
+            self._flush_ledger()
             if self.uploader is not None:
                 self.uploader.finish()
                 still_open = self.uploader.wait_for_operations(self.options.wait_timeout) if self.options.wait else 0
@@ -442,15 +447,14 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            rows = self.ledger.manifest_rows(previous.last_run_id, key)
+            rows = self._latest.get(key, [])
             for data in rows:
                 if data["status"] in ("planned", "unchanged"):
                     data["status"] = self._status({**data, "status": "planned"}, applied)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if not (self.options.apply and any(d["status"] == "planned" for d in rows)):
-                self._reuse(rows, manifest)
+                self._reuse(rows, manifest)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
-                self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
                 return
         plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
                             self.options.include_content, self.times)
@@ -466,9 +470,17 @@ class Importer:
         self._count_rows(rows_json)
         if self.uploader is not None:
             self._send(plan, applied)
-        self.ledger.add_manifest_rows(rows_json)
-        self.ledger.record_source(key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id)
+        self._pending_rows += rows_json
+        self._pending_sources.append((key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id))
+        if len(self._pending_sources) >= 200 or len(self._pending_rows) >= 2000:
+            self._flush_ledger()
         self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
+
+    def _flush_ledger(self) -> None:
+        """Manifest rows, then the sources they came from: a source is only marked read once its rows are in."""
+        self.ledger.add_manifest_rows(self._pending_rows)
+        self.ledger.record_sources(self._pending_sources)
+        self._pending_rows, self._pending_sources = [], []
 
     def _send(self, plan: SessionPlan, applied: dict[tuple[str, str], tuple[str, str]]) -> None:
         assert self.uploader is not None
@@ -526,7 +538,6 @@ class Importer:
             data["run_id"] = self.summary.run_id
             manifest.write_json(data)
         self._count_rows(rows)
-        self.ledger.add_manifest_rows(rows)
 
     def _count_rows(self, rows: list[dict[str, Any]]) -> None:
         summary = self.summary

@@ -48,11 +48,7 @@ class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
-        literals = sorted({lit for rule in self._rules for lit in rule.literals}, key=len, reverse=True)
-        # One scan tells which rules can match at all. Longest literals first, and a literal that contains
-        # another also counts for it: see _present.
-        self._gate = re.compile("|".join(re.escape(lit) for lit in literals))
-        self._contained = {lit: {other for other in literals if other in lit} for lit in literals}
+        self._literals = tuple(sorted({lit for rule in self._rules for lit in rule.literals}))
 
     def fingerprint(self, rule_id: str, value: str) -> str:
         digest = hmac.new(self._key, value.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
@@ -64,10 +60,7 @@ class Redactor:
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
         lowered = text.lower()
-        if len(lowered) > 2048:  # long text: one memmem-speed search per literal beats one regex scan
-            present = {lit for lit in self._contained if lit in lowered}
-        else:
-            present = {inner for found in set(self._gate.findall(lowered)) for inner in self._contained[found]}
+        present = {lit for lit in self._literals if lit in lowered}  # memmem-speed, one search per literal
         if not present:
             return text  # the common case: no rule's literal anywhere in the text
         for rule in self._rules:
