@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hindsight_batch import __version__
-from hindsight_batch.errors import EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
 from hindsight_batch.session.discovery import find_session_files
 
 # The commands import what they use when they run: `--help` and `prune-recall-messages` then start without
@@ -96,6 +96,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
+@click.option("--catch-up", is_flag=True,
+              help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
+@click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
 @common_options
 @handle_errors
 def import_command(
@@ -112,6 +115,8 @@ def import_command(
     apply: bool,
     wait: bool,
     wait_timeout: float,
+    catch_up: bool,
+    max_seconds: float | None,
     config_file: Path | None,
     as_json: bool,
     quiet: bool,
@@ -128,6 +133,7 @@ def import_command(
       hindsight-batch import ~/.pi/agent/sessions --since 2026-01-01 --json
       hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
       hindsight-batch import ~/.pi/agent/sessions --apply --wait
+      hindsight-batch import --apply --catch-up --max-seconds 600      (what cron runs)
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
@@ -151,6 +157,8 @@ def import_command(
         apply=apply,
         wait=wait,
         wait_timeout=wait_timeout,
+        catch_up=catch_up,
+        max_seconds=max_seconds,
     )
     with Ledger(state_dir or default_state_dir()) as ledger:
         if apply:
@@ -166,10 +174,24 @@ def import_command(
     data = summary.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2))
-    if not quiet:
+    elif catch_up and not quiet:
+        click.echo(_catch_up_line(data))
+    elif not quiet:
         _print_import_summary(data)
     if data["upload"] and data["upload"]["failed"]:
         sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _catch_up_line(data: dict[str, Any]) -> str:
+    upload = data["upload"] or {}
+    documents = upload.get("documents", {})
+    sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
+    return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
+            f"skipped {data['catch_up_skipped_total']}), chunks {data['chunks']}, "
+            f"{'sent' if data['mode'] == 'apply' else 'would send'} "
+            f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
+            f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
+            f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
 def client_for(settings: Settings) -> HindsightClient:
@@ -377,6 +399,81 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
     _echo_err(f"prune-recall-messages ({'confirm' if confirm else 'preview, nothing written'}): {summary}")
     if not confirm and counts.get("preview"):
         _echo_err("run again with --confirm to rewrite these files (a backup of each is kept)")
+
+
+@cli.command("flush")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Check the queues and say what would be sent; no network, no writes.")
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Send at most this many jobs.")
+@click.option("--max-seconds", type=float, help="Start no new request after this many seconds.")
+@common_options
+@handle_errors
+def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, max_seconds: float | None,
+                  config_file: Path | None, as_json: bool, quiet: bool) -> None:
+    """Drain the retain queues the live extension left behind to the server.
+
+    PATHS are queue files, queue folders or project folders. Without them: ~/.hindsight/pi-queues/ and the
+    .pi/hindsight/retain-queue.jsonl of every project that has sessions under the default session root, and of
+    the current folder. Exit 75 when a queue is locked by a live owner (pi, or another flush).
+
+    \b
+    Examples:
+      hindsight-batch flush --dry-run
+      hindsight-batch flush --max-seconds 300
+    """
+    import time
+
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.queue.flush import QueueFlusher
+    from hindsight_batch.queue.store import queue_files
+    from hindsight_batch.redaction.redactor import Redactor
+
+    settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
+    files = list(queue_files(list(paths) or _default_queue_roots()))
+    redactor = Redactor(private_hosts=tuple(settings.redaction.private_hosts))
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    if dry_run:
+        flusher = QueueFlusher(None, redactor, settings.upload, dry_run=True, max_jobs=max_jobs)
+        reports = [flusher.flush(path) for path in files]
+    else:
+        with client_for(settings) as client:
+            if files:
+                client.version()  # unreachable or unauthorized: exit 4 before touching a queue
+            flusher = QueueFlusher(client, redactor, settings.upload, max_jobs=max_jobs, deadline=deadline)
+            reports = [flusher.flush(path) for path in files]
+    data = {"dry_run": dry_run, "queues": [r.to_dict() for r in reports]}
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    elif not quiet:
+        for r in reports:
+            verb = "would send" if dry_run else "sent"
+            click.echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+                       f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
+                       f"left {r.left}{', stopped early' if r.stopped_early else ''}")
+            for error in r.errors[:5]:
+                _echo_err(f"  {error}")
+        if not reports:
+            click.echo("no retain queues found")
+    if any(r.busy for r in reports):
+        sys.exit(EXIT_BUSY)
+    if any(r.retry_later or r.dead_lettered for r in reports):
+        sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _default_queue_roots() -> list[Path]:
+    from hindsight_batch.session.discovery import default_session_root
+    from hindsight_batch.session.reader import peek_header
+
+    roots = [Path("~/.hindsight/pi-queues").expanduser()]
+    cwds = {str(Path.cwd())}
+    root = default_session_root()
+    if root.is_dir():
+        for path in find_session_files([root]):
+            header = peek_header(path)
+            if not isinstance(header, str) and header.cwd:
+                cwds.add(header.cwd)
+    roots += [Path(cwd) for cwd in sorted(cwds) if (Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl").is_file()]
+    return [r for r in roots if r.exists()]
 
 
 @cli.command("verify")

@@ -20,6 +20,7 @@ from typing import Any
 from tqdm import tqdm
 
 from hindsight_batch import __version__
+from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.chunking import Chunk, chunk_nodes
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.items import (
@@ -58,6 +59,8 @@ class ImportOptions:
     apply: bool = False
     wait: bool = False
     wait_timeout: float = 600.0
+    catch_up: bool = False
+    max_seconds: float | None = None
 
 
 @dataclass
@@ -110,7 +113,10 @@ def plan_session(
     run_id: str,
     include_content: bool,
     times: StageTimes,
+    handled: CatchUpVerdict | None = None,
 ) -> SessionPlan:
+    """Plan one session. With ``handled`` (catch-up), messages the live extension already handled are left out
+    of every window's content; the windows themselves keep their places, so document ids stay the same."""
     store = RecordStore()
     try:
         t0 = time.perf_counter()
@@ -120,7 +126,7 @@ def plan_session(
         times.extra["read"] = times.extra.get("read", 0.0) + elapsed
         plan = SessionPlan(path, session)
         t1 = time.perf_counter()
-        _plan_chunks(plan, header, settings, store, run_id, include_content)
+        _plan_chunks(plan, header, settings, store, run_id, include_content, handled)
         times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
         return plan
     finally:
@@ -134,6 +140,7 @@ def _plan_chunks(
     store: RecordStore,
     run_id: str,
     include_content: bool,
+    handled: CatchUpVerdict | None = None,
 ) -> None:
     scope = session_scope(header, str(plan.path), settings)
     tags = base_tags(scope, settings)
@@ -144,6 +151,16 @@ def _plan_chunks(
     for segment, leaf, nodes in _segment_nodes(plan.session, settings):
         chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
         per_chunk_dropped = _dropped_by_chunk(nodes, chunks)
+        if handled is not None:
+            done = _handled_seqs(nodes, handled) if segment == "main" else set()
+            for chunk in chunks:
+                left_out = [n for n in chunk.nodes if n.seq in done]
+                if left_out:
+                    per_chunk_dropped.setdefault(chunk.window, Counter())["handled-live"] += len(left_out)
+                    plan.dropped["handled-live"] += len(left_out)
+                    chunk.nodes = [n for n in chunk.nodes if n.seq not in done]
+                    chunk.size = sum(n.payload.size for n in chunk.nodes) + max(len(chunk.nodes) - 1, 0)
+            chunks = [c for c in chunks if c.nodes]
         for node in nodes:
             outcome = node.payload
             if isinstance(outcome, EntryOutcome) and node.seq not in counted:
@@ -156,6 +173,25 @@ def _plan_chunks(
         for chunk in chunks:
             _plan_chunk(plan, scope, tags, scopes, bank_ids, settings, store, strategy, run_id, include_content,
                         segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
+
+
+class CursorNotOnPath(Exception):
+    """The live extension's cursor names a message that is not on the session's active path."""
+
+
+def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> set[int]:
+    """The entries at or before the live extension's retain cursor on the active path."""
+    if handled.handled_id is None and handled.handled_index is None:
+        return set()
+    if handled.handled_id is not None:
+        positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]
+    else:
+        messages = [i for i, node in enumerate(path) if node.type in ("message", "custom_message")]
+        index = handled.handled_index or 0
+        positions = [messages[index]] if 0 <= index < len(messages) else []
+    if not positions:
+        raise CursorNotOnPath("the retain cursor names a message that is not on the active path")
+    return {node.seq for node in path[: positions[-1] + 1]}
 
 
 def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, Counter[str]]:
@@ -274,6 +310,8 @@ class ImportSummary:
     filtered_out: int = 0
     not_sessions: list[dict[str, str]] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)
+    catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
+    stopped_early: bool = False
     bytes_read: int = 0
     entries: int = 0
     malformed_lines: list[dict[str, Any]] = field(default_factory=list)
@@ -310,6 +348,9 @@ class ImportSummary:
             "filtered_out": self.filtered_out,
             "not_sessions": self.not_sessions,
             "duplicate_sessions": self.duplicates,
+            "catch_up_skipped": self.catch_up_skipped[: self.MAX_LISTED],
+            "catch_up_skipped_total": len(self.catch_up_skipped),
+            "stopped_early": self.stopped_early,
             "bytes_read": self.bytes_read,
             "entries": self.entries,
             "malformed_lines": self.malformed_total,
@@ -356,6 +397,7 @@ class Importer:
         self.summary = ImportSummary(new_run_id(), "apply" if options.apply else "dry-run")
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._session_files: dict[str, set[str]] | None = None
+        self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
         self._latest: dict[str, list[dict[str, Any]]] = {}
         self._pending_rows: list[dict[str, Any]] = []
         self._pending_sources: list[tuple[str, int, int, str, str, str]] = []
@@ -435,10 +477,19 @@ class Importer:
             # Two files with one session id (a copied file) would fight over the same document ids.
             summary.duplicates.append({"file": str(path), "same_session_as": owner})
             return
+        handled: CatchUpVerdict | None = None
+        if self.options.catch_up:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                summary.stopped_early = True
+                return
+            handled = verdict(header.cwd, path)
+            if not handled.retain:
+                summary.catch_up_skipped.append({"file": str(path), "reason": handled.reason or ""})
+                return
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
         summary.user_retain_modes.add(settings.user_retain.mode)
-        shape = settings_hash(settings)
+        shape = settings_hash(settings) + (":catch-up" if self.options.catch_up else "")
         key = str(path)
         previous = known.get(key)
         summary.sessions += 1
@@ -456,8 +507,12 @@ class Importer:
                 self._reuse(rows, manifest)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
                 return
-        plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
-                            self.options.include_content, self.times)
+        try:
+            plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
+                                self.options.include_content, self.times, handled)
+        except CursorNotOnPath as exc:
+            summary.catch_up_skipped.append({"file": str(path), "reason": str(exc)})
+            return
         t0 = time.perf_counter()
         self._account(plan)
         rows_json = []

@@ -1,0 +1,1 @@
+"""Retain queues: the two layouts, the lock protocol, and the flush that drains them."""

@@ -1,0 +1,249 @@
+"""Drain retain queues to the server: ``hindsight-batch flush``.
+
+Queued records already carry their bank and are not routed again, but the safety rules are checked again: a
+record holding recalled memory (S1) or a secret (S3) goes to the dead-letter file with the reason, never to the
+server. Everything else is sent in batches (async, with a deterministic ``operation_id``, never two items for
+one document in a request; a later job for a document already sent waits for that request to be processed, so
+appends land in order). A job leaves the queue only after the server accepted it (S5); a job that fails is kept
+with ``retries`` and ``lastError`` and goes to the dead-letter file after five failures. The queue is rewritten
+atomically, only while holding the extension's own lock.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch.config.model import Upload
+from hindsight_batch.errors import BusyError
+from hindsight_batch.queue.store import (
+    MAX_RETRIES,
+    Job,
+    QueueLock,
+    append_lines,
+    now_iso,
+    read_queue,
+    rewrite_queue,
+)
+from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.retention import memory_filter as mf
+from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
+from hindsight_batch.sinks.upload import TERMINAL
+
+FLUSH_NAMESPACE = uuid.UUID("8b0f2d1e-39a4-4c51-9e27-5a6f0c3d2b18")
+
+
+@dataclass
+class FlushReport:
+    queue: str
+    jobs: int = 0
+    sent: int = 0
+    would_send: int = 0
+    retry_later: int = 0
+    dead_lettered: int = 0
+    quarantined: int = 0
+    left: int = 0
+    busy: bool = False
+    stopped_early: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def unsafe_reason(job: Job, redactor: Redactor) -> str | None:
+    """Why a queued record must never reach the server (S1, S3), or None."""
+    content = str(job.item.get("content", ""))
+    context = str(job.item.get("context", ""))
+    if mf.starts_with_memory(content) or mf.excise_memory(content)[1] or mf.excise_memory(context)[1]:
+        return "holds recalled memory (S1): never sent"
+    findings = Findings()
+    redactor.redact_text(content, findings)
+    redactor.redact_text(context, findings)
+    redactor.redact_value(job.item.get("metadata") or {}, findings)
+    if findings:
+        rules = ", ".join(f"{rule}×{n}" for rule, n in sorted(findings.counts.items()))
+        return f"holds a secret ({rules}) (S3): never sent"
+    return None
+
+
+def _operation_id(bank: str, jobs: list[Job]) -> str:
+    return str(uuid.uuid5(FLUSH_NAMESPACE, bank + "\n" + "\n".join(sorted(j.key for j in jobs))))
+
+
+class QueueFlusher:
+    def __init__(
+        self,
+        client: HindsightClient | None,
+        redactor: Redactor,
+        settings: Upload,
+        *,
+        dry_run: bool = False,
+        max_jobs: int | None = None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client
+        self._redactor = redactor
+        self._settings = settings
+        self._dry_run = dry_run
+        self._budget = max_jobs
+        self._deadline = deadline
+        self._clock = clock
+        self._sleep = sleep
+
+    def flush(self, path: Path) -> FlushReport:
+        report = FlushReport(str(path))
+        lock = QueueLock(path)
+        if not self._dry_run:
+            try:
+                lock.acquire()
+            except BusyError as exc:
+                report.busy = True
+                report.errors.append(str(exc))
+                return report
+        try:
+            self._flush_locked(path, report, lock)
+        finally:
+            lock.release()
+        return report
+
+    def _flush_locked(self, path: Path, report: FlushReport, lock: QueueLock) -> None:
+        contents = read_queue(path)
+        report.jobs = len(contents.jobs)
+        report.quarantined = len(contents.malformed)
+        remaining: list[Job] = []
+        dead: list[dict[str, Any]] = []
+        for job in contents.jobs:
+            reason = unsafe_reason(job, self._redactor)
+            if reason:
+                dead.append(self._dead_record(job, reason))
+            else:
+                remaining.append(job)
+        report.dead_lettered += len(dead)
+        if self._dry_run:
+            report.would_send = len(remaining) if self._budget is None else min(len(remaining), self._budget)
+            report.left = report.jobs - len(dead)
+            return
+        # Side files first, then the queue: a kill in between leaves a job in both, never in neither (S5).
+        append_lines(path.with_name(path.name.removesuffix(".jsonl") + ".malformed.jsonl"), [
+            {"quarantinedAt": now_iso(), "sourceQueue": str(path), "line": line.decode("utf-8", "replace"),
+             "reason": why} for line, why in contents.malformed
+        ])
+        self._dead_letter(path, dead)
+        rewrite_queue(path, [j.line for j in remaining])
+        self._send(path, remaining, report, lock)
+
+    def _dead_record(self, job: Job, reason: str) -> dict[str, Any]:
+        record = dict(job.raw)
+        record.setdefault("id", job.key)
+        if "secret" in reason:  # the dead-letter file stays on this machine, but keep the value out of it too
+            findings = Findings()
+            record = self._redactor.redact_value(record, findings)
+        record["deadLetteredAt"] = now_iso()
+        record["lastError"] = reason
+        return record
+
+    def _dead_letter(self, path: Path, records: list[dict[str, Any]]) -> None:
+        append_lines(path.with_name(path.name.removesuffix(".jsonl") + ".dead.jsonl"), records)
+
+    def _out_of_time(self) -> bool:
+        return self._deadline is not None and self._clock() >= self._deadline
+
+    def _send(self, path: Path, jobs: list[Job], report: FlushReport, lock: QueueLock) -> None:
+        assert self._client is not None
+        in_file = list(jobs)  # what the queue file holds, in its order
+        work = list(jobs)  # what this flush still tries
+        open_ops: list[tuple[str, str]] = []
+        sent_docs: set[tuple[str, str]] = set()
+        while work:
+            if self._out_of_time() or (self._budget is not None and self._budget <= 0):
+                report.stopped_early = True
+                break
+            batch = self._next_batch(work, sent_docs)
+            if not batch:  # the head job's document is still being processed: wait, then go on in order
+                self._wait(open_ops)
+                open_ops.clear()
+                sent_docs.clear()
+                continue
+            bank = batch[0].bank_id
+            op = _operation_id(bank, batch)
+            keys = {j.key for j in batch}
+            try:
+                self._client.retain(bank, [j.item for j in batch], op)
+            except RequestRejected as exc:
+                in_file = self._failed(path, in_file, batch, str(exc), report)
+                # Later jobs for the same documents wait for the failed ones (appends stay in order).
+                blocked = {(j.bank_id, j.document_id) for j in batch if j.document_id}
+                work = [j for j in work if j.key not in keys and (j.bank_id, j.document_id) not in blocked]
+                rewrite_queue(path, [j.line for j in in_file])
+                continue
+            report.sent += len(batch)
+            if self._budget is not None:
+                self._budget -= len(batch)
+            open_ops.append((bank, op))
+            sent_docs.update((bank, j.document_id) for j in batch if j.document_id)
+            in_file = [j for j in in_file if j.key not in keys]
+            work = [j for j in work if j.key not in keys]
+            rewrite_queue(path, [j.line for j in in_file])  # accepted: only now does the job leave the queue
+            lock.heartbeat()
+        report.left = len(in_file)
+
+    def _next_batch(self, queue: list[Job], sent_docs: set[tuple[str, str]]) -> list[Job]:
+        batch: list[Job] = []
+        size = 0
+        docs: set[str] = set()
+        for job in queue:
+            if batch and job.bank_id != batch[0].bank_id:
+                break
+            doc = job.document_id
+            if doc and ((job.bank_id, doc) in sent_docs or doc in docs):
+                break  # keep the queue's order for one document: stop the batch here
+            length = len(str(job.item.get("content", ""))) + 1024
+            if batch and (len(batch) >= self._settings.batch_items or size + length > self._settings.batch_bytes):
+                break
+            if self._budget is not None and len(batch) >= self._budget:
+                break
+            batch.append(job)
+            size += length
+            if doc:
+                docs.add(doc)
+        return batch
+
+    def _wait(self, operations: list[tuple[str, str]]) -> None:
+        assert self._client is not None
+        delay = 0.2
+        pending = list(operations)
+        while pending and not self._out_of_time():
+            pending = [(bank, op) for bank, op in pending
+                       if self._client.operation(bank, op).get("status") not in TERMINAL]
+            if pending:
+                self._sleep(delay)
+                delay = min(delay * 1.5, 3.0)
+
+    def _failed(self, path: Path, in_file: list[Job], batch: list[Job], error: str,
+                report: FlushReport) -> list[Job]:
+        """Count a failure on each job of ``batch`` (kept in place), dead-lettering those out of retries."""
+        failed = {j.key for j in batch}
+        dead: list[dict[str, Any]] = []
+        kept: list[Job] = []
+        for job in in_file:
+            if job.key in failed:
+                job.retries += 1
+                if job.retries >= MAX_RETRIES:
+                    dead.append(self._dead_record(job, f"{error}; retry limit reached, moved to dead-letter queue"))
+                    continue
+                job.raw = {**job.raw, "retries": job.retries, "lastError": error[:500]}
+                job.line = json.dumps(job.raw, ensure_ascii=False, separators=(",", ":")).encode()
+            kept.append(job)
+        report.dead_lettered += len(dead)
+        report.retry_later += len(batch) - len(dead)
+        report.errors.append(f"{len(batch)} job(s) failed: {error[:300]}")
+        self._dead_letter(path, dead)
+        return kept

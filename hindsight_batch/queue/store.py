@@ -1,0 +1,263 @@
+"""Retain queues the live extension leaves behind: both layouts, their lock, and safe rewriting.
+
+Layouts (SPEC §3.2, ``reference/pi-hindsight.md`` §3):
+
+* ``~/.hindsight/pi-queues/<sessionId>.<auto|tool>.jsonl``: one record per line, ``{sessionId, bankId, content,
+  context, tags, metadata, timestamp, document_id, update_mode, observation_scopes}``;
+* ``<project>/.pi/hindsight/retain-queue.jsonl``: one job per line, ``{id, bankId, createdAt, documentId,
+  updateMode, item:{content, context, timestamp, tags, metadata, observationScopes, …}, retries, lastError?}``.
+
+Beside each queue: ``<queue>.lock`` (a directory, created atomically, holding an ``owner`` file with pid, token
+and times), ``<queue>.dead.jsonl`` (jobs that kept failing or must never be sent, with the reason) and
+``<queue>.malformed.jsonl`` (lines that are not a job, quarantined as ``{quarantinedAt, sourceQueue, line}``).
+A lock whose owner process is gone, or whose heartbeat is older than 30 s, is stale and may be taken over; a
+live one means someone else (pi, or another flush) is working on the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch.errors import BusyError
+
+STALE_SECONDS = 30.0
+MAX_RETRIES = 5
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Job:
+    """One queued retain, in either layout, normalised; ``raw`` is the line's object as found."""
+
+    key: str  # the job's id, or a hash of its line when the layout has none
+    bank_id: str
+    item: dict[str, Any]  # a MemoryItem for the server: content, context, timestamp, document_id, …
+    raw: dict[str, Any]
+    line: bytes
+    retries: int = 0
+
+    @property
+    def document_id(self) -> str | None:
+        value = self.item.get("document_id")
+        return value if isinstance(value, str) else None
+
+
+class InvalidJob(ValueError):
+    """A line that parses but is not a job of either layout."""
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidJob(f"{name} must be a list of strings")
+    return list(value)
+
+
+def _metadata(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise InvalidJob("metadata must map strings to strings")
+    return dict(value)
+
+
+def _scopes(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(g, list) and all(isinstance(t, str) for t in g) for g in value):
+        return value
+    raise InvalidJob("observation scopes must be a keyword or a list of lists of strings")
+
+
+def parse_job(obj: Any, line: bytes) -> Job:
+    if not isinstance(obj, dict):
+        raise InvalidJob("not a JSON object")
+    nested = isinstance(obj.get("item"), dict)
+    source = obj["item"] if nested else obj
+    bank = obj.get("bankId")
+    if not isinstance(bank, str) or not bank.strip():
+        raise InvalidJob("bankId missing")
+    content = source.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidJob("content missing or not a string")
+    document_id = obj.get("documentId") if nested else obj.get("document_id")
+    update_mode = (obj.get("updateMode") if nested else obj.get("update_mode")) or "replace"
+    if update_mode not in ("append", "replace"):
+        raise InvalidJob(f"unknown update mode {update_mode!r}")
+    if document_id is not None and not isinstance(document_id, str):
+        raise InvalidJob("document id must be a string")
+    if update_mode == "append" and not document_id:
+        raise InvalidJob("append needs a document id")
+    item: dict[str, Any] = {"content": content, "update_mode": update_mode}
+    if document_id:
+        item["document_id"] = document_id
+    context = source.get("context")
+    if isinstance(context, str):
+        item["context"] = context
+    timestamp = source.get("timestamp")
+    if isinstance(timestamp, str):
+        item["timestamp"] = timestamp
+    item["tags"] = _strings(source.get("tags"), "tags")
+    metadata = _metadata(source.get("metadata"))
+    if metadata is not None:
+        item["metadata"] = metadata
+    scopes = _scopes(source.get("observationScopes") if nested else source.get("observation_scopes"))
+    if scopes is not None:
+        item["observation_scopes"] = scopes
+    if nested and isinstance(source.get("strategy"), str):
+        item["strategy"] = source["strategy"]
+    job_id = obj.get("id")
+    key = job_id if isinstance(job_id, str) and job_id else hashlib.sha256(line).hexdigest()[:32]
+    retries = obj.get("retries")
+    return Job(key, bank, item, obj, line, retries if isinstance(retries, int) and retries >= 0 else 0)
+
+
+@dataclass
+class QueueContents:
+    jobs: list[Job] = field(default_factory=list)
+    malformed: list[tuple[bytes, str]] = field(default_factory=list)
+
+
+def read_queue(path: Path) -> QueueContents:
+    contents = QueueContents()
+    data = path.read_bytes() if path.exists() else b""
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            contents.jobs.append(parse_job(obj, line))
+        except (ValueError, UnicodeDecodeError) as exc:
+            contents.malformed.append((line, str(exc)[:200]))
+    return contents
+
+
+def queue_files(roots: list[Path]) -> Iterator[Path]:
+    """Queue files named by ``roots`` (queue files, ``pi-queues`` folders, or project folders)."""
+    for root in roots:
+        if root.is_file():
+            yield root
+        elif (root / ".pi" / "hindsight" / "retain-queue.jsonl").is_file():
+            yield root / ".pi" / "hindsight" / "retain-queue.jsonl"
+        elif root.is_dir():
+            for path in sorted(root.glob("*.jsonl")):
+                if not path.name.endswith((".dead.jsonl", ".malformed.jsonl")):
+                    yield path
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class QueueLock:
+    """The extension's lock protocol: a ``<queue>.lock`` directory with an ``owner`` file inside."""
+
+    def __init__(self, queue: Path) -> None:
+        self.path = queue.with_name(queue.name + ".lock")
+        self.token = secrets.token_hex(8)
+        self.held = False
+
+    def _owner(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.path / "owner").read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _stale(self) -> bool:
+        owner = self._owner()
+        try:
+            age = time.time() - max((self.path / "owner").stat().st_mtime, self.path.stat().st_mtime)
+        except OSError:
+            age = STALE_SECONDS + 1
+        if not owner:
+            return age > STALE_SECONDS  # a lock being created right now has no owner file yet
+        return not _pid_alive(owner.get("pid")) or age > STALE_SECONDS
+
+    def acquire(self) -> None:
+        for _attempt in range(3):
+            try:
+                self.path.mkdir()
+            except FileExistsError:
+                if not self._stale():
+                    owner = self._owner()
+                    raise BusyError(f"{self.path} is held by process {owner.get('pid', '?')}: "
+                                    "a live pi session or another flush is using this queue") from None
+                shutil.rmtree(self.path, ignore_errors=True)
+                continue
+            self.held = True
+            self.heartbeat()
+            return
+        raise BusyError(f"could not take {self.path}")
+
+    def heartbeat(self) -> None:
+        owner = {"pid": os.getpid(), "acquiredAt": now_iso(), "token": self.token, "heartbeatAt": now_iso()}
+        temp = self.path / f".owner.{self.token}"
+        temp.write_text(json.dumps(owner))
+        os.replace(temp, self.path / "owner")
+
+    def release(self) -> None:
+        if self.held and self._owner().get("token") == self.token:
+            shutil.rmtree(self.path, ignore_errors=True)
+        self.held = False
+
+    def __enter__(self) -> QueueLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+def _atomic_write(path: Path, lines: list[bytes]) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    with temp.open("wb") as out:
+        out.write(b"".join(line + b"\n" for line in lines))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, path)
+
+
+def rewrite_queue(path: Path, keep: list[bytes]) -> None:
+    """Replace the queue with ``keep`` (its remaining lines), atomically, under the caller's lock."""
+    _atomic_write(path, keep)
+
+
+def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
+    """Add records to a side file (dead letters, malformed lines); written before the queue drops them."""
+    if not records:
+        return
+    existing = path.read_bytes() if path.exists() else b""
+    lines = [line for line in existing.split(b"\n") if line.strip()]
+    seen = set()
+    for line in lines:
+        with contextlib.suppress(ValueError, AttributeError):
+            seen.add(json.loads(line).get("id"))
+    for record in records:
+        if record.get("id") is not None and record.get("id") in seen:
+            continue  # the dead-letter file holds each job once
+        lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode())
+    _atomic_write(path, lines)
