@@ -71,7 +71,7 @@ def test_catch_up_skips_sessions_a_deliberate_import_still_takes(
 
 
 def test_messages_at_or_before_the_cursor_are_never_sent(runner: CliRunner, tmp_path: Path) -> None:
-    b, path, project = session(tmp_path, turns=3)
+    _, path, project = session(tmp_path, turns=3)
     handled = "e2"  # the first answer: retained live (or skipped by /hindsight:next-opt-out)
     write_cursor(project, path, {"index": 1, "messageIds": ["e1", handled], "tailStart": 0})
     _, rows = run(runner, tmp_path, "--catch-up", "--include-content")
