@@ -113,18 +113,19 @@ _TABLE: list[tuple[str, str, list[tuple[str, ...]]]] = [
 
 # Signals that need exact characters: (category, label, literal gate, pattern).
 _CASED = "(?-i:[A-Z])"
-_PATTERNS: tuple[tuple[str, str, tuple[str, ...], re.Pattern[str]], ...] = (
-    ("global", "identity", ("name", "call me", "live", "based", "work"), re.compile(
+# Each runs only when the text has one of its gate words (as a whole word), or a ``v<digit>`` word for versions.
+_PATTERNS: tuple[tuple[str, str, frozenset[str], re.Pattern[str]], ...] = (
+    ("global", "identity", frozenset({"name", "nickname", "call", "live", "based", "work"}), re.compile(
         rf"\bmy\s++(?:name|nickname)\s++is\s++{_CASED}|\bcall\s++me\s++{_CASED}"
         rf"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++{_CASED}", re.I)),
-    ("project", "delivery state", ("pr", "issue", "ticket", "todo", "ci", "commit", "v"), re.compile(
+    ("project", "delivery state", frozenset({"pr", "request", "issue", "ticket", "todo", "ci", "commit"}), re.compile(
         r"\b(?:PR|[Pp]ull request|[Ii]ssue|[Tt]icket)\s*+#?\d++\b|\bTODO\b|\bCI\b|\bv\d++\.\d++(?:\.\d++)?\b"
         r"|\bcommit\s++[0-9a-f]{7,40}+\b")),
 )
 # File names by their extension, counted with str.count (a regex over every chunk cost more than all the rest).
 _EXTENSIONS = ("py", "ts", "tsx", "js", "jsx", "mjs", "rs", "go", "java", "kt", "rb", "php", "cpp", "hpp", "cs",
                "swift", "toml", "yaml", "yml", "sql", "sh", "css", "html", "vue", "svelte")
-_CODE_MARKS = (*(f".{ext}{end}" for ext in _EXTENSIONS for end in (" ", "\n", ":", ",", ")", "`", "'", '"')), "```")
+_CODE_ENDS = (" ", "\n", ":", ",", ")", "`", "'", '"')
 _TRANSIENT_PATHS = ("/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/", "\\appdata\\local\\temp\\",
                     "%temp%", "$tmpdir")
 
@@ -224,12 +225,16 @@ def find_signals(text: str) -> SignalMatches:
         found = sum(present(p) for p in phrases)
         if found:
             matches.labels[(category, label)] += found
+    versions = any(w[:1] == "v" and w[1:2].isdigit() for w in counts)
     for category, label, gate, pattern in _PATTERNS:
-        if any(literal in lower for literal in gate):
+        if not gate.isdisjoint(counts) or (versions and label == "delivery state"):
             found = sum(1 for _ in pattern.finditer(text))
             if found:
                 matches.labels[(category, label)] += found
-    code = sum(lower.count(mark) for mark in _CODE_MARKS if mark[-1] in lower)
+    code = lower.count("```")
+    for ext in _EXTENSIONS:
+        if f".{ext}" in lower:
+            code += sum(lower.count(f".{ext}{end}") for end in _CODE_ENDS)
     if code:
         matches.labels[("project", "code reference")] += code
     transient = sum(lower.count(path) for path in _TRANSIENT_PATHS)
