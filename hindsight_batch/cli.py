@@ -476,6 +476,40 @@ def _default_queue_roots() -> list[Path]:
     return [r for r in roots if r.exists()]
 
 
+@cli.command("report")
+@click.option("--run", "run_id", help="The run to summarise (default: the latest).")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@common_options
+@handle_errors
+def report_command(run_id: str | None, state_dir: Path | None, config_file: Path | None, as_json: bool,
+                   quiet: bool) -> None:
+    """Summaries from the ledger: recent runs; for one run its routes, banks, skip reasons and redactions
+    (rule and count only); documents by upload status. The ledger is a DuckDB file: plain SQL works too.
+
+    \b
+    Examples:
+      hindsight-batch report
+      duckdb ~/.local/state/hindsight-batch/ledger.duckdb "select route, count(*) from manifest group by 1"
+    """
+    from hindsight_batch.report import build_report
+    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+
+    with Ledger(state_dir or default_state_dir()) as ledger:
+        data = build_report(ledger, run_id)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    if quiet:
+        return
+    for run in data["runs"]:
+        click.echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
+                   f"started {run['started_at']}")
+    click.echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
+    for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
+                       ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
+        click.echo(f"  {title}: {_counts(data[key])}")
+
+
 @cli.command("verify")
 @click.option("--bank", help="Only this bank.")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
@@ -517,9 +551,10 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
 @click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
               help="Show the configuration a session in this folder gets (default: here).")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@click.option("--server", is_flag=True, help="Also ask the server for its version (a 3 s request).")
 @common_options
 @handle_errors
-def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path | None, as_json: bool,
+def status_command(cwd: Path | None, state_dir: Path | None, server: bool, config_file: Path | None, as_json: bool,
                    quiet: bool) -> None:
     """Show every resolved configuration value and where it came from (secrets masked), and ledger totals.
 
@@ -541,7 +576,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path |
     scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
     rows = [{"key": k, "value": v, "from": resolved.origin(k)} for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
-    data = {
+    data: dict[str, Any] = {
         "cwd": folder,
         "config_files": [str(p) for p in resolved.files],
         "ignored_extension_keys": resolved.ignored_keys,
@@ -550,6 +585,8 @@ def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path |
         "project_bank_id": project_bank_id(scope, settings),
         "settings": rows,
         "ledger": ledger_totals,
+        "server": _server_status(settings) if server else "not asked (use --server)",
+        "queues": _queue_depths(),
     }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -567,6 +604,31 @@ def status_command(cwd: Path | None, state_dir: Path | None, config_file: Path |
     for row in rows:
         click.echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
     click.echo(f"ledger: {json.dumps(ledger_totals)}")
+    click.echo(f"server: {data['server']}")
+    for queue in data["queues"]:
+        click.echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
+
+
+def _server_status(settings: Settings) -> str:
+    from hindsight_batch.sinks.hindsight import HindsightClient
+
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    try:
+        with HindsightClient(settings.base_url, key, timeout=3, max_attempts=1) as client:
+            return f"{settings.base_url}: version {client.version()}"
+    except HindsightBatchError as exc:
+        return f"{settings.base_url}: {exc}"
+
+
+def _queue_depths() -> list[dict[str, Any]]:
+    from hindsight_batch.queue.store import queue_files, read_queue
+
+    depths = []
+    for path in queue_files(_default_queue_roots()):
+        dead = path.with_name(path.name.removesuffix(".jsonl") + ".dead.jsonl")
+        dead_count = sum(1 for line in dead.read_text().splitlines() if line.strip()) if dead.exists() else 0
+        depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
+    return depths
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

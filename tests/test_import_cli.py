@@ -288,3 +288,17 @@ def test_a_copied_session_file_is_imported_once(runner: CliRunner, tmp_path: Pat
     assert summary["duplicate_sessions"] == [{"file": str(second), "same_session_as": str(first)}]
     _, again = run_import(runner, tmp_path, str(second), name="again.jsonl")  # the ledger remembers the other file
     assert again["duplicate_sessions"] == [{"file": str(second), "same_session_as": str(first)}]
+
+
+def test_report_summarises_the_latest_run(runner: CliRunner, tmp_path: Path) -> None:
+    state = tmp_path / "ledger"
+    invoke(runner, "import", str(SAMPLES), "--state", str(state), "-q")
+    result = invoke(runner, "report", "--state", str(state), "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert data["chunks"] == 9 and data["by_route"] == {"project": 9}
+    assert data["redactions_by_rule"]["github-token"] == 1 and data["runs"][0]["mode"] == "dry-run"
+    human = invoke(runner, "report", "--state", str(state))
+    assert "routes: project 9" in human.output
+    for secret in seeded("seeded-secrets.txt"):
+        assert secret not in result.output
