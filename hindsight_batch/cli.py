@@ -63,8 +63,9 @@ def cli() -> None:
     """Move Pi coding-agent transcripts into Hindsight memory, safely.
 
     \b
-    Commands that only read: import (dry run), route, status.
-    Session files are opened read-only by every command.
+    Commands that only read: import (dry run), route, status, report, verify.
+    Writing to the server: import --apply, flush. Writing session files:
+    only prune-recall-messages --confirm; every other command opens them read-only.
     Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
     """
 
