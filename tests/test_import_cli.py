@@ -302,3 +302,13 @@ def test_report_summarises_the_latest_run(runner: CliRunner, tmp_path: Path) -> 
     assert "routes: project 9" in human.output
     for secret in seeded("seeded-secrets.txt"):
         assert secret not in result.output
+
+
+def test_s7_prompt_text_is_never_policy(runner: CliRunner, tmp_path: Path) -> None:
+    """S7: policy comes from commands and session metadata, never from markers in what the user typed."""
+    b = SessionBuilder()
+    b.user("#nomem #skip #private #global please keep this turn: the parser now streams")
+    b.assistant("Noted #nomem: the parser streams line by line.")
+    rows, summary = run_import(runner, tmp_path, str(b.write(tmp_path / "s" / "a.jsonl")), "--include-content")
+    assert summary["messages_kept"] == 2 and "#nomem #skip" in rows[0]["content"]
+    assert rows[0]["bank_role"] == "project"  # "#global" routes nothing anywhere
