@@ -51,7 +51,7 @@ def turns_of(nodes: Iterable[EntryNode]) -> Iterator[list[EntryNode]]:
         yield turn
 
 
-def _size(nodes: list[EntryNode]) -> int:
+def joined_size(nodes: list[EntryNode]) -> int:
     return sum(_outcome(n).size for n in nodes) + max(len(nodes) - 1, 0)  # records joined by "\n"
 
 
@@ -66,7 +66,7 @@ def chunk_nodes(nodes: Iterable[EntryNode], turns_per_chunk: int, max_chunk_byte
             current = Chunk(len(chunks))
 
     for turn in turns_of(nodes):
-        turn_size = _size(turn)
+        turn_size = joined_size(turn)
         if current.nodes and (
             current.turns >= turns_per_chunk or current.size + 1 + turn_size > max_chunk_bytes
         ):

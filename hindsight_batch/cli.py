@@ -148,7 +148,6 @@ def import_command(
     global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     files = find_session_files(list(paths))
     options = ImportOptions(
-        paths=list(paths),
         manifest=manifest,
         include_content=include_content,
         since=_parse_since(since),
@@ -195,12 +194,12 @@ def _catch_up_line(data: dict[str, Any]) -> str:
             f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
-def client_for(settings: Settings) -> HindsightClient:
+def client_for(settings: Settings, timeout: float | None = None, max_attempts: int | None = None) -> HindsightClient:
     from hindsight_batch.sinks.hindsight import HindsightClient
 
     key = settings.api_key.get_secret_value() if settings.api_key else None
-    return HindsightClient(settings.base_url, key, timeout=settings.upload.timeout_seconds,
-                           max_attempts=settings.upload.max_attempts)
+    return HindsightClient(settings.base_url, key, timeout=timeout or settings.upload.timeout_seconds,
+                           max_attempts=max_attempts or settings.upload.max_attempts)
 
 
 def _counts(mapping: Mapping[str, int]) -> str:
@@ -611,22 +610,19 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
 
 
 def _server_status(settings: Settings) -> str:
-    from hindsight_batch.sinks.hindsight import HindsightClient
-
-    key = settings.api_key.get_secret_value() if settings.api_key else None
     try:
-        with HindsightClient(settings.base_url, key, timeout=3, max_attempts=1) as client:
+        with client_for(settings, timeout=3, max_attempts=1) as client:
             return f"{settings.base_url}: version {client.version()}"
     except HindsightBatchError as exc:
         return f"{settings.base_url}: {exc}"
 
 
 def _queue_depths() -> list[dict[str, Any]]:
-    from hindsight_batch.queue.store import queue_files, read_queue
+    from hindsight_batch.queue.store import queue_files, read_queue, side_file
 
     depths = []
     for path in queue_files(_default_queue_roots()):
-        dead = path.with_name(path.name.removesuffix(".jsonl") + ".dead.jsonl")
+        dead = side_file(path, "dead")
         dead_count = sum(1 for line in dead.read_text().splitlines() if line.strip()) if dead.exists() else 0
         depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
     return depths

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from hindsight_batch import __version__
 from hindsight_batch.catchup import CatchUpVerdict, verdict
-from hindsight_batch.chunking import Chunk, chunk_nodes
+from hindsight_batch.chunking import Chunk, chunk_nodes, joined_size
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.items import (
     RetainItem,
@@ -49,7 +49,6 @@ from hindsight_batch.sinks.upload import Uploader
 
 @dataclass(frozen=True)
 class ImportOptions:
-    paths: list[Path]
     manifest: Path | None = None
     include_content: bool = False
     since: datetime | None = None
@@ -159,7 +158,7 @@ def _plan_chunks(
                     per_chunk_dropped.setdefault(chunk.window, Counter())["handled-live"] += len(left_out)
                     plan.dropped["handled-live"] += len(left_out)
                     chunk.nodes = [n for n in chunk.nodes if n.seq not in done]
-                    chunk.size = sum(n.payload.size for n in chunk.nodes) + max(len(chunk.nodes) - 1, 0)
+                    chunk.size = joined_size(chunk.nodes)
             chunks = [c for c in chunks if c.nodes]
         for node in nodes:
             outcome = node.payload

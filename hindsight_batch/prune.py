@@ -96,7 +96,6 @@ class PrunePlan:
     refs_fixed: list[dict[str, str | int | None]] = field(default_factory=list)
     left_alone: list[str] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
-    old_path: list[str] = field(default_factory=list)
     expected_path: list[str] = field(default_factory=list)
     dangling_before: set[str] = field(default_factory=set)  # entries whose parent was already missing
     entries: list[Entry] = field(default_factory=list, repr=False)
@@ -128,14 +127,6 @@ def _is_recall(obj: dict[str, Any], types: tuple[str, ...]) -> bool:
 
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
-
-
-def _string(raw: bytes) -> str:
-    """A JSON string's content (without quotes) as text."""
-    if b"\\" not in raw:
-        return raw.decode()
-    value = json.loads(b'"' + raw + b'"')
-    return str(value)
 
 
 def _marker_positions(view: mmap.mmap, markers: tuple[bytes, ...]) -> list[int]:
@@ -289,14 +280,12 @@ def _plan_v1(plan: PrunePlan, entries: list[Entry]) -> None:
             plan.edits.append(_rewrite(plan.path, entry, {"firstKeptEntryIndex": new_index}))
             plan.refs_fixed.append({"line": entry.lineno, "firstKeptEntryIndex": new_index,
                                     "was": entry.first_kept_index})
-    plan.old_path = [f"L{e.lineno}" for e in entries]
     plan.expected_path = [f"L{e.lineno}" for e in entries if e.seq not in removed]
 
 
 def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
     by_id = {e.id: e for e in entries if e.id is not None}
     old_path = _path_to(entries[-1], by_id)
-    plan.old_path = [e.id or "" for e in old_path]
     plan.dangling_before = {e.id or "" for e in entries if e.parent is not None and e.parent not in by_id}
     removed = {e.seq for e in entries if e.recall and e.id is not None and by_id.get(e.id) is e}
     for e in entries:
@@ -414,10 +403,10 @@ def _rewrite(path: Path, entry: Entry, values: dict[str, Any]) -> Edit:
         obj = {"type": "custom", "customType": "hindsight-recall-pruned", "data": {},
                "id": obj.get("id"), "parentId": obj.get("parentId"), "timestamp": obj.get("timestamp")}
     for key, value in values.items():
-        if key in obj or value is not None or key == "parentId":
+        if value is None and key != "parentId":
+            obj.pop(key, None)  # absent, not null: pi omits optional keys (parentId stays, null for a root)
+        else:
             obj[key] = value
-        if key in ("targetId",) and value is None:
-            obj.pop(key, None)
     return Edit(entry.offset, entry.length, _json_bytes(obj))
 
 

@@ -29,6 +29,7 @@ from hindsight_batch.queue.store import (
     now_iso,
     read_queue,
     rewrite_queue,
+    side_file,
 )
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention import memory_filter as mf
@@ -132,7 +133,7 @@ class QueueFlusher:
             report.left = report.jobs - len(dead)
             return
         # Side files first, then the queue: a kill in between leaves a job in both, never in neither (S5).
-        append_lines(path.with_name(path.name.removesuffix(".jsonl") + ".malformed.jsonl"), [
+        append_lines(side_file(path, "malformed"), [
             {"quarantinedAt": now_iso(), "sourceQueue": str(path), "line": line.decode("utf-8", "replace"),
              "reason": why} for line, why in contents.malformed
         ])
@@ -151,7 +152,7 @@ class QueueFlusher:
         return record
 
     def _dead_letter(self, path: Path, records: list[dict[str, Any]]) -> None:
-        append_lines(path.with_name(path.name.removesuffix(".jsonl") + ".dead.jsonl"), records)
+        append_lines(side_file(path, "dead"), records)
 
     def _out_of_time(self) -> bool:
         return self._deadline is not None and self._clock() >= self._deadline

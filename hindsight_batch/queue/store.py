@@ -232,6 +232,11 @@ class QueueLock:
         self.release()
 
 
+def side_file(queue: Path, kind: str) -> Path:
+    """``<queue>.dead.jsonl`` or ``<queue>.malformed.jsonl`` beside a queue file."""
+    return queue.with_name(f"{queue.name.removesuffix('.jsonl')}.{kind}.jsonl")
+
+
 def _atomic_write(path: Path, lines: list[bytes]) -> None:
     temp = path.with_name(path.name + ".tmp")
     with temp.open("wb") as out:
