@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.config.model import Upload
+from hindsight_batch.errors import BusyError
 from hindsight_batch.queue.flush import QueueFlusher
 from hindsight_batch.queue.store import QueueLock, read_queue
 from hindsight_batch.redaction.redactor import Redactor
@@ -208,6 +210,45 @@ def test_queue_lock_protocol_round_trip(tmp_path: Path) -> None:
     with QueueLock(queue) as lock:
         owner = json.loads((lock.path / "owner").read_text())
         assert owner["pid"] == os.getpid() and owner["token"] == lock.token
-        with pytest.raises(Exception, match="held by process"):
-            QueueLock(queue).acquire()
+        with pytest.raises(BusyError, match="held by process"):
+            QueueLock(queue).acquire(wait=0)
     assert not lock.path.exists()
+
+
+def test_a_lock_being_created_is_not_taken_for_stale(tmp_path: Path) -> None:
+    """Between another process's mkdir and its owner file, the lock is live, not stale (a CI race, once)."""
+    queue = tmp_path / "q.jsonl"
+    queue.write_text("")
+    lock = QueueLock(queue)
+    lock.path.mkdir()  # someone else's lock, no owner file yet
+    with pytest.raises(BusyError):
+        QueueLock(queue).acquire(wait=0.1)
+    assert lock.path.is_dir()
+    old = time.time() - 120
+    os.utime(lock.path, (old, old))  # an owner that died before writing its file: stale after 30 s
+    with QueueLock(queue) as taken:
+        assert taken.held and json.loads((lock.path / "owner").read_text())["token"] == taken.token
+    assert not any(p.name.startswith("q.jsonl.lock") for p in tmp_path.iterdir())
+
+
+def _count_under_lock(queue: Path, rounds: int) -> None:
+    counter = queue.with_name("counter")
+    for _ in range(rounds):
+        with QueueLock(queue):
+            value = int(counter.read_text())
+            time.sleep(0.001)  # widen the window a lost update would need
+            counter.write_text(str(value + 1))
+
+
+def test_the_lock_excludes_other_processes(tmp_path: Path) -> None:
+    queue = tmp_path / "q.jsonl"
+    queue.write_text("")
+    (tmp_path / "counter").write_text("0")
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_count_under_lock, args=(queue, 40)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    assert (tmp_path / "counter").read_text() == "160"  # no two holders ever overlapped

@@ -11,7 +11,8 @@ Beside each queue: ``<queue>.lock`` (a directory, created atomically, holding an
 and times), ``<queue>.dead.jsonl`` (jobs that kept failing or must never be sent, with the reason) and
 ``<queue>.malformed.jsonl`` (lines that are not a job, quarantined as ``{quarantinedAt, sourceQueue, line}``).
 A lock whose owner process is gone, or whose heartbeat is older than 30 s, is stale and may be taken over; a
-live one means someone else (pi, or another flush) is working on the queue.
+live one means someone else (pi, or another flush) is working on the queue: like the extension, we wait up to 5 s
+for it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from typing import Any
 from hindsight_batch.errors import BusyError
 
 STALE_SECONDS = 30.0
+WAIT_SECONDS = 5.0  # the extension's own wait for a live lock, retried every 25 ms
+RETRY_SECONDS = 0.025
 MAX_RETRIES = 5
 
 
@@ -172,6 +175,14 @@ def _pid_alive(pid: object) -> bool:
     return True
 
 
+def _read_owner(lock: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((lock / "owner").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 class QueueLock:
     """The extension's lock protocol: a ``<queue>.lock`` directory with an ``owner`` file inside."""
 
@@ -181,37 +192,66 @@ class QueueLock:
         self.held = False
 
     def _owner(self) -> dict[str, Any]:
-        try:
-            data = json.loads((self.path / "owner").read_text())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return _read_owner(self.path)
 
-    def _stale(self) -> bool:
-        owner = self._owner()
-        try:
-            age = time.time() - max((self.path / "owner").stat().st_mtime, self.path.stat().st_mtime)
-        except OSError:
-            age = STALE_SECONDS + 1
+    def _age(self) -> float | None:
+        """Seconds since the owner last wrote (the directory's age while no owner file exists yet); None if gone."""
+        times = []
+        for path in (self.path / "owner", self.path):
+            try:
+                times.append(path.stat().st_mtime)
+            except OSError:
+                continue
+        return time.time() - max(times) if times else None
+
+    def _stale(self, owner: dict[str, Any]) -> bool:
+        age = self._age()
+        if age is None:
+            return False  # released meanwhile: simply try again
         if not owner:
             return age > STALE_SECONDS  # a lock being created right now has no owner file yet
         return not _pid_alive(owner.get("pid")) or age > STALE_SECONDS
 
-    def acquire(self) -> None:
-        for _attempt in range(3):
+    def _take_over(self, stale_owner: dict[str, Any], inode: int) -> None:
+        """Remove a stale lock without removing a live one that replaced it meanwhile.
+
+        The directory is renamed aside first (atomic), then compared with the one judged stale; if another
+        process took the lock over in between, it is put back.
+        """
+        aside = self.path.with_name(f"{self.path.name}.stale.{self.token}")
+        try:
+            os.rename(self.path, aside)
+        except OSError:
+            return  # someone else removed it first
+        if _read_owner(aside).get("token") != stale_owner.get("token") or aside.stat().st_ino != inode:
+            with contextlib.suppress(OSError):
+                os.rename(aside, self.path)
+                return
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def acquire(self, wait: float = WAIT_SECONDS) -> None:
+        """Take the lock, waiting up to ``wait`` seconds for a live owner (pi holds it for milliseconds)."""
+        deadline = time.monotonic() + wait
+        while True:
             try:
                 self.path.mkdir()
             except FileExistsError:
-                if not self._stale():
-                    owner = self._owner()
+                try:
+                    inode = self.path.stat().st_ino
+                except OSError:
+                    continue  # released meanwhile
+                owner = self._owner()
+                if self._stale(owner):
+                    self._take_over(owner, inode)
+                    continue
+                if time.monotonic() >= deadline:
                     raise BusyError(f"{self.path} is held by process {owner.get('pid', '?')}: "
                                     "a live pi session or another flush is using this queue") from None
-                shutil.rmtree(self.path, ignore_errors=True)
+                time.sleep(RETRY_SECONDS)
                 continue
             self.held = True
             self.heartbeat()
             return
-        raise BusyError(f"could not take {self.path}")
 
     def heartbeat(self) -> None:
         owner = {"pid": os.getpid(), "acquiredAt": now_iso(), "token": self.token, "heartbeatAt": now_iso()}
