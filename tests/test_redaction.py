@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.redaction.rules import SECRET_KEY_NAME
 from tests.adversarial import adversarial_inputs
 
 CASES = [
@@ -65,6 +68,29 @@ def test_ordinary_code_and_prose_is_left_alone(text: str) -> None:
     findings = Findings()
     assert Redactor(b"key").redact_text(text, findings) == text
     assert not findings
+
+
+@pytest.mark.parametrize(("rule", "text", "secret"), CASES)
+def test_a_secret_after_letters_whose_lowercase_is_longer_is_still_found(rule: str, text: str, secret: str) -> None:
+    """"İ".lower() is two characters: positions found in the lowercased text must still fit the original."""
+    out = Redactor(b"key").redact_text("İstanbul İİ " + text, Findings())
+    assert secret not in out and f"[REDACTED:{rule}]" in out
+
+
+@pytest.mark.parametrize(("rule", "text", "secret"), CASES)
+def test_the_serialized_record_tells_that_a_secret_may_be_inside(rule: str, text: str, secret: str) -> None:
+    """Imports test a whole record's JSON for rule literals once and skip redaction when there are none: every
+    secret must leave a literal there, escaped or not."""
+    record = json.dumps({"message": {"content": [{"type": "text", "text": text}]}}, ensure_ascii=False)
+    assert Redactor(b"key").hints(record.lower())
+
+
+@pytest.mark.parametrize("key", ["password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey",
+                                 "accesskey", "access_key", "private-key", "credentials", "cookie", "authorization"])
+def test_every_secret_sounding_key_name_gives_a_hint(key: str) -> None:
+    assert SECRET_KEY_NAME.search(key)
+    record = json.dumps({"arguments": {key.upper(): "hunter22"}})
+    assert Redactor(b"key").hints(record.lower())
 
 
 def test_fingerprints_are_stable_per_key_and_not_a_bare_hash() -> None:

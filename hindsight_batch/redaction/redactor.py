@@ -7,6 +7,7 @@ secret can be recognised across runs without its value, or a guessable hash of i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME, Rule, looks_secret, private_url_rule
+from hindsight_batch.textscan import anchored_matches, lower
 
 _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
@@ -44,59 +46,67 @@ class Findings:
         return bool(self.counts)
 
 
+def _gates(literals: set[str]) -> dict[str, tuple[str, ...]]:
+    """Each literal that contains no other literal, with the literals that contain it.
+
+    Searching text for the gates alone is enough to know no literal occurs: fewer passes over the text."""
+    gates = sorted(lit for lit in literals if not any(other != lit and other in lit for other in literals))
+    return {gate: tuple(sorted(lit for lit in literals if gate in lit)) for gate in gates}
+
+
 class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
-        self._literals = tuple(sorted({lit for rule in self._rules for lit in rule.literals}))
+        self._gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
+
+    def hints(self, lowered: str) -> frozenset[str]:
+        """The rule literals (and the PEM marker) that occur in ``lowered`` text: empty means nothing to redact.
+
+        Give it the serialized form of a whole record to test all its strings at once; no literal holds a
+        character JSON escapes, so a literal inside any string is also in the serialized text."""
+        found: set[str] = set()
+        for gate, literals in self._gates.items():
+            if gate in lowered:
+                found.update(lit for lit in literals if lit in lowered)
+        return frozenset(found)
 
     def fingerprint(self, rule_id: str, value: str) -> str:
         digest = hmac.new(self._key, value.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
         return f"{rule_id}:{digest[:10]}"
 
-    def redact_text(self, text: str, findings: Findings) -> str:
+    def redact_text(self, text: str, findings: Findings, hints: frozenset[str] | None = None) -> str:
+        """``text`` with every secret replaced. ``hints`` (from :meth:`hints` over a larger text holding this one)
+        limits which literals are looked for."""
         if len(text) < 8:
             return text
-        if _PEM_BEGIN in text:
-            text = self._redact_pem(text, findings)
-        lowered = text.lower()
-        present = {lit for lit in self._literals if lit in lowered}  # memmem-speed, one search per literal
+        lowered = lower(text)
+        present = set(self.hints(lowered)) if hints is None else {lit for lit in hints if lit in lowered}
         if not present:
             return text  # the common case: no rule's literal anywhere in the text
+        if _PEM_BEGIN in text:
+            text = self._redact_pem(text, findings)
+            lowered = lower(text)
         for rule in self._rules:
             if present.isdisjoint(rule.literals):
                 continue
             pieces: list[str] = []
             last = 0
-            for match in self._matches(rule, text, lowered):
+            for match in self._matches(rule, text, lowered, present):
                 pieces.append(text[last : match.start()])
                 pieces.append(self._replace(match, rule, findings))
                 last = match.end()
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
-                lowered = text.lower()
+                lowered = lower(text)
         return text
 
     @staticmethod
-    def _matches(rule: Rule, text: str, lowered: str) -> Iterator[re.Match[str]]:
+    def _matches(rule: Rule, text: str, lowered: str, present: set[str]) -> Iterator[re.Match[str]]:
         if not rule.anchors:
-            yield from rule.pattern.finditer(text)
-            return
-        starts: set[int] = set()
-        for anchor in rule.anchors:
-            pos = lowered.find(anchor)
-            while pos != -1:
-                starts.add(pos)
-                pos = lowered.find(anchor, pos + 1)
-        covered = 0
-        for pos in sorted(starts):
-            if pos < covered:
-                continue
-            match = rule.pattern.match(text, pos)
-            if match is not None:
-                covered = match.end()
-                yield match
+            return rule.pattern.finditer(text)
+        return anchored_matches(rule.pattern, text, lowered, [a for a in rule.anchors if a in present])
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
         value = match.group(rule.group)
@@ -140,22 +150,28 @@ class Redactor:
         out.append(text[pos:])
         return "".join(out)
 
-    def redact_value(self, value: Any, findings: Findings) -> Any:
+    def redact_value(self, value: Any, findings: Findings, hints: frozenset[str] | None = None) -> Any:
         """Redact every string inside ``value``. Dict keys stay, but a string under a secret-sounding key
-        (``{"password": "hunter2"}`` in tool arguments) is itself treated as a secret."""
+        (``{"password": "hunter2"}`` in tool arguments) is itself treated as a secret. ``hints`` as for
+        :meth:`redact_text`; every secret-sounding key name holds one of the literals."""
         if isinstance(value, str):
-            return self.redact_text(value, findings)
+            return self.redact_text(value, findings, hints)
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
-                if isinstance(item, str) and SECRET_KEY_NAME.search(str(key)) and looks_secret(item):
+                if isinstance(item, str) and _secret_key(key) and looks_secret(item):
                     findings.counts["secret-assignment"] += 1
                     if len(findings.fingerprints) < _MAX_FINGERPRINTS:
                         findings.fingerprints.add(self.fingerprint("secret-assignment", item))
                     out[key] = marker("secret-assignment")
                 else:
-                    out[key] = self.redact_value(item, findings)
+                    out[key] = self.redact_value(item, findings, hints)
             return out
         if isinstance(value, list):
-            return [self.redact_value(item, findings) for item in value]
+            return [self.redact_value(item, findings, hints) for item in value]
         return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: object) -> bool:
+    return bool(SECRET_KEY_NAME.search(str(key)))

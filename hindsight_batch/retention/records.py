@@ -72,10 +72,8 @@ class EntryOutcome:
         return self.handle is not None or self.dropped is not None
 
 
-def dump_record(record: dict[str, Any]) -> bytes:
-    """Compact JSON, non-ASCII kept; a lone surrogate (JSON allows it, UTF-8 does not) becomes '?'."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "replace")
+# Records are stored as compact JSON with non-ASCII kept.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 @dataclass
@@ -112,9 +110,14 @@ class RecordMaker:
         outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
         if projection.record is not None:
             findings = Findings()
-            record = dict(projection.record)
-            record["message"] = self._redactor.redact_value(record["message"], findings)
-            data = dump_record(record)
+            record = projection.record
+            text = _dumps(record)
+            hints = self._redactor.hints(text.lower())  # one search over the whole record: usually empty
+            if hints:
+                redacted = self._redactor.redact_value(record["message"], findings, hints)
+                if findings:
+                    text = _dumps({**record, "message": redacted})
+            data = text.encode("utf-8", "replace")  # a lone surrogate (JSON allows it, UTF-8 not) becomes '?'
             outcome.handle = self._store.put(data)
             outcome.size = len(data)
             outcome.findings = findings or None

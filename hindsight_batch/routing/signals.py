@@ -5,9 +5,9 @@ command output) and never their keys or structure: classifying pretty-printed JS
 "identity" and "project" in an earlier router (``reference/pi-hindsight.md`` §6).
 
 Matching is by words, not by one big regular expression: the text is lowercased and split into word tokens
-once, and each signal is a set of phrases looked up among the text's words and word n-grams, so a chunk costs
-a few milliseconds whatever its content. A handful of signals that need their exact characters (paths, capitals,
-``PR #12``) use small patterns, each behind a literal test. A chunk's text is read up to ``ROUTING_SAMPLE_CHARS``
+once, and each signal is a set of phrases indexed by their first one or two words, so a chunk looks up only the
+phrases whose start it holds. A handful of signals that need their exact characters (paths, capitals, ``PR #12``)
+use small patterns, tried only where their anchor word occurs (:mod:`hindsight_batch.textscan`). A chunk's text is read up to ``ROUTING_SAMPLE_CHARS``
 from its start and ``ROUTING_TAIL_CHARS`` from its end: enough to classify it, and redaction still covers every
 byte (secrets are found there, not here).
 """
@@ -20,6 +20,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from hindsight_batch import textscan
+from hindsight_batch.textscan import anchored_matches
 
 ROUTING_SAMPLE_CHARS = 24_000
 ROUTING_TAIL_CHARS = 8_000
@@ -107,25 +110,59 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Everything but letters, digits, apostrophes, dashes and underscores separates words (a C-speed translate).
 _SEPARATORS = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")}
 _CONTRACTIONS = frozenset({"here's", "it's", "that's", "what's", "there's", "let's", "he's", "she's"})
-_TABLE: list[tuple[str, str, list[tuple[str, ...]]]] = [
-    (category, label, [p for spec in specs for p in _expand(spec)]) for category, label, specs in _PHRASES
-]
+_Key = tuple[str, str]  # (category, label)
+_LABEL_ORDER: tuple[_Key, ...] = tuple(dict.fromkeys((category, label) for category, label, _specs in _PHRASES))
 
-# Signals that need exact characters: (category, label, literal gate, pattern).
+
+def _phrase_index() -> tuple[dict[str, list[_Key]], dict[tuple[str, str], list[tuple[str | None, _Key]]]]:
+    """One-word phrases by their word; longer phrases by their first two words (with the whole phrase as
+    `` a b c `` when it has more), so a chunk looks up only the phrases whose start it contains."""
+    words: dict[str, list[_Key]] = {}
+    pairs: dict[tuple[str, str], list[tuple[str | None, _Key]]] = {}
+    for category, label, specs in _PHRASES:
+        for spec in specs:
+            for phrase in _expand(spec):
+                if len(phrase) == 1:
+                    words.setdefault(phrase[0], []).append((category, label))
+                else:
+                    whole = f" {' '.join(phrase)} " if len(phrase) > 2 else None
+                    pairs.setdefault((phrase[0], phrase[1]), []).append((whole, (category, label)))
+    return words, pairs
+
+
+_WORD_PHRASES, _PAIR_PHRASES = _phrase_index()
+
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    """A signal that needs exact characters (paths, capitals, ``PR #12``). It is tried only where one of its
+    anchors occurs (every match starts with one), and an anchor only when the text has its gate phrase."""
+
+    category: str
+    label: str
+    pattern: re.Pattern[str]
+    starts: tuple[tuple[tuple[str, ...], str], ...]  # (gate phrase, lowercase anchor)
+
+
 _CASED = "(?-i:[A-Z])"
-# Each runs only when the text has one of its gate words (as a whole word), or a ``v<digit>`` word for versions.
-_PATTERNS: tuple[tuple[str, str, frozenset[str], re.Pattern[str]], ...] = (
-    ("global", "identity", frozenset({"name", "nickname", "call", "live", "based", "work"}), re.compile(
+_VERSION = ("<version>",)  # the gate of a ``v1.2`` anchor: a word like ``v1``
+_PATTERNS: tuple[_Pattern, ...] = (
+    _Pattern("global", "identity", re.compile(
         rf"\bmy\s++(?:name|nickname)\s++is\s++{_CASED}|\bcall\s++me\s++{_CASED}"
-        rf"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++{_CASED}", re.I)),
-    ("project", "delivery state", frozenset({"pr", "request", "issue", "ticket", "todo", "ci", "commit"}), re.compile(
+        rf"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++{_CASED}", re.I),
+        ((("my", "name", "is"), "my"), (("my", "nickname", "is"), "my"), (("call", "me"), "call"),
+         (("i", "live"), "i"), (("i", "am", "based"), "i"), (("i", "work"), "i"))),
+    _Pattern("project", "delivery state", re.compile(
         r"\b(?:PR|[Pp]ull request|[Ii]ssue|[Tt]icket)\s*+#?\d++\b|\bTODO\b|\bCI\b|\bv\d++\.\d++(?:\.\d++)?\b"
-        r"|\bcommit\s++[0-9a-f]{7,40}+\b")),
+        r"|\bcommit\s++[0-9a-f]{7,40}+\b"),
+        ((("pr",), "pr"), (("pull", "request"), "pull"), (("issue",), "issue"), (("ticket",), "ticket"),
+         (("todo",), "todo"), (("ci",), "ci"), (("commit",), "commit"), (_VERSION, "v"))),
 )
-# File names by their extension, counted with str.count (a regex over every chunk cost more than all the rest).
+# File names by their extension (a literal-prefix regex: one quick pass).
 _EXTENSIONS = ("py", "ts", "tsx", "js", "jsx", "mjs", "rs", "go", "java", "kt", "rb", "php", "cpp", "hpp", "cs",
                "swift", "toml", "yaml", "yml", "sql", "sh", "css", "html", "vue", "svelte")
-_CODE_ENDS = (" ", "\n", ":", ",", ")", "`", "'", '"')
+_FILE_NAME = re.compile(r"\.(?:" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")(?=[ \n:,)`'\"])")
 _TRANSIENT_PATHS = ("/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/", "\\appdata\\local\\temp\\",
                     "%temp%", "$tmpdir")
 
@@ -201,40 +238,40 @@ def sample(text: str) -> str:
 def find_signals(text: str) -> SignalMatches:
     text = sample(text)
     matches = SignalMatches()
-    lower = text.lower()
+    lower = textscan.lower(text)
     words = lower.translate(_SEPARATORS).split()
     if "'s" in lower:  # possessives count as their word ("repo's" is "repo")
         words = [w[:-2] if w.endswith("'s") and w not in _CONTRACTIONS else w for w in words]
     counts = Counter(words)
-    bigrams = set(itertools.pairwise(words))
-    joined: str | None = None
-
-    def present(phrase: tuple[str, ...]) -> int:
-        nonlocal joined
-        if len(phrase) == 1:
-            return counts.get(phrase[0], 0)
-        if (phrase[0], phrase[1]) not in bigrams:
-            return 0
-        if len(phrase) == 2:
-            return 1
-        if joined is None:
-            joined = " " + " ".join(words) + " "
-        return 1 if f" {' '.join(phrase)} " in joined else 0
-
-    for category, label, phrases in _TABLE:
-        found = sum(present(p) for p in phrases)
-        if found:
-            matches.labels[(category, label)] += found
+    found: Counter[_Key] = Counter()
+    for word in counts.keys() & _WORD_PHRASES.keys():  # a phrase of one word counts each occurrence
+        for key in _WORD_PHRASES[word]:
+            found[key] += counts[word]
+    pairs = set(itertools.pairwise(words))
+    joined = " " + " ".join(words) + " "
     versions = any(w[:1] == "v" and w[1:2].isdigit() for w in counts)
-    for category, label, gate, pattern in _PATTERNS:
-        if not gate.isdisjoint(counts) or (versions and label == "delivery state"):
-            found = sum(1 for _ in pattern.finditer(text))
-            if found:
-                matches.labels[(category, label)] += found
-    code = lower.count("```")
-    for ext in _EXTENSIONS:
-        if f".{ext}" in lower:
-            code += sum(lower.count(f".{ext}{end}") for end in _CODE_ENDS)
+
+    def has(phrase: tuple[str, ...]) -> bool:
+        if phrase == _VERSION:
+            return versions
+        if len(phrase) == 1:
+            return phrase[0] in counts
+        return (phrase[0], phrase[1]) in pairs and (len(phrase) == 2 or f" {' '.join(phrase)} " in joined)
+
+    for pair in pairs & _PAIR_PHRASES.keys():  # a longer phrase counts once
+        for whole, key in _PAIR_PHRASES[pair]:
+            if whole is None or whole in joined:
+                found[key] += 1
+    for key in _LABEL_ORDER:  # in table order, whatever order the sets gave: the output stays deterministic
+        if found[key]:
+            matches.labels[key] += found[key]
+    for signal in _PATTERNS:
+        anchors = {anchor for phrase, anchor in signal.starts if has(phrase)}
+        if anchors:
+            n = sum(1 for _ in anchored_matches(signal.pattern, text, textscan.lower(text), anchors))
+            if n:
+                matches.labels[(signal.category, signal.label)] += n
+    code = lower.count("```") + sum(1 for _ in _FILE_NAME.finditer(lower))
     if code:
         matches.labels[("project", "code reference")] += code
     transient = sum(lower.count(path) for path in _TRANSIENT_PATHS)
