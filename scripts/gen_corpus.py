@@ -6,6 +6,10 @@ like a pi session root (one folder per cwd). Sessions hold prose, thinking block
 outputs, base64 images, recall entries in both shapes, hindsight tool calls and results, about one fake secret per
 50 KB, branches and compactions. The same --seed and --total-mb always give the same bytes.
 
+The mix follows the real sessions in shared/samples-real/pi: most bytes are tool output, then assistant messages
+(tool-call arguments more than prose), little user text; with default settings about 7% of the bytes are kept
+(real: 6%), and prose has a natural word distribution (see WORDS).
+
     .venv/bin/python scripts/gen_corpus.py OUT_DIR [--total-mb 300] [--big-mb 200] [--seed 1]
 """
 
@@ -13,17 +17,31 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import math
 import random
 from pathlib import Path
 from typing import Any
 
-WORDS = ("the", "queue", "lock", "owner", "pid", "stale", "check", "importer", "ledger", "manifest", "chunk",
-    "route", "bank", "memory", "test", "fix", "build", "module", "parser", "reader", "config", "project",
-    "user", "prefer", "retry", "server", "request", "batch", "document", "session", "window", "deploy",
-    "review", "commit", "branch", "error", "value", "timeout", "cache", "index", "schema", "migration",
-    "handler", "token", "budget")
+# Words by how often they occur (Zipf: the k-th is drawn with weight 1/k), calibrated against the real sessions in
+# shared/samples-real/pi: function words dominate, and about one message in ten holds a word that a redaction
+# rule looks for ("token", "password", "secret", URLs), as there. Uniform draws from a small technical vocabulary
+# put "token" in two messages of three and made redaction and routing look several times costlier than on
+# real transcripts.
+WORDS = ("the", "to", "and", "a", "in", "is", "it", "of", "for", "now", "let", "me", "i", "this", "that", "we",
+    "file", "test", "with", "on", "be", "can", "check", "should", "fix", "run", "code", "not", "so", "if",
+    "add", "use", "function", "error", "from", "by", "see", "need", "then", "update", "what", "there", "at",
+    "change", "which", "value", "tests", "build", "it's", "all", "new", "make", "will", "one", "also", "but",
+    "module", "config", "here", "type", "first", "look", "case", "line", "return", "issue", "output",
+    "call", "data", "path", "list", "set", "read", "write", "same", "passes", "works", "queue", "lock", "owner",
+    "stale", "importer", "ledger", "manifest", "chunk", "route", "bank", "memory", "parser", "reader", "project",
+    "user", "retry", "server", "request", "batch", "document", "session", "window", "review", "commit", "branch",
+    "timeout", "cache", "index", "schema", "migration", "handler", "budget", "deploy", "prefer", "token",
+    "architecture", "temporary", "endpoint", "https://docs.example.com/guide")
+# Zipf-Mandelbrot weights; "token" and URLs are rarer still (0.03% of words in the real sessions).
+CUM_WEIGHTS = list(itertools.accumulate((0.2 if word in ("token", WORDS[-1]) else 1) / (rank + 8)
+                                        for rank, word in enumerate(WORDS, 1)))
 PROJECTS = ["acme-api", "acme-web", "data-pipeline", "dotfiles", "ml-experiments", "infra", "mobile-app", "docs"]
 SECRETS = [
     "ghp_{r36}", "sk-proj-{r40}", "sk-ant-api03-{r40}", "AKIA{U16}", "xoxb-1234567890-{r20}",
@@ -59,7 +77,7 @@ class Writer:
 
     def words(self, count: int) -> str:
         rng = self.rng
-        text = " ".join(rng.choice(WORDS) for _ in range(count))
+        text = " ".join(rng.choices(WORDS, cum_weights=CUM_WEIGHTS, k=count))
         if self.since_secret > 50_000:  # about one secret per 50 KB
             self.since_secret = 0
             template = rng.choice(SECRETS)
@@ -100,7 +118,7 @@ class Writer:
         parent: str | bool | None = True
         if len(self.ids) > 20 and rng.random() < 0.03:  # the user goes back: a branch
             parent = self.ids[rng.randrange(len(self.ids) - 10, len(self.ids) - 2)]
-        user_content: list[dict[str, Any]] = [{"type": "text", "text": self.words(rng.randint(10, 300))}]
+        user_content: list[dict[str, Any]] = [{"type": "text", "text": self.words(rng.randint(5, 120))}]
         if rng.random() < 0.02:
             image = base64.b64encode(rng.randbytes(rng.randint(20_000, 120_000))).decode()
             user_content.append({"type": "image", "data": image, "mimeType": "image/png"})
@@ -116,12 +134,18 @@ class Writer:
                               if rng.random() > 0.97 else ["bash", "read", "edit", "grep", "write", "bash"])
             call_id = f"toolu_{self.n:010d}"
             blocks: list[dict[str, Any]] = []
-            if rng.random() < 0.5:
-                blocks.append({"type": "thinking", "thinking": self.words(rng.randint(20, 200)),
+            if rng.random() < 0.25:
+                blocks.append({"type": "thinking", "thinking": self.words(rng.randint(20, 300)),
                                "thinkingSignature": "c2ln" * 20})
-            blocks.append({"type": "text", "text": self.words(rng.randint(5, 80))})
-            blocks.append({"type": "toolCall", "id": call_id, "name": tool,
-                           "arguments": {"command": self.words(6)} if tool == "bash" else {"path": "src/x.py"}})
+            if rng.random() < 0.5:
+                blocks.append({"type": "text", "text": self.words(rng.randint(5, 60))})
+            arguments: dict[str, Any] = {"path": "src/x.py"}
+            if tool == "bash":
+                arguments = {"command": self.words(6)}
+            elif tool in ("edit", "write"):  # edits and writes carry file content, as in real sessions
+                body = self.words(int(min(rng.lognormvariate(math.log(80), 1.0), 4_000)))
+                arguments = {"path": "src/x.py", "oldText" if tool == "edit" else "content": body}
+            blocks.append({"type": "toolCall", "id": call_id, "name": tool, "arguments": arguments})
             self.message("assistant", blocks, api="anthropic-messages", provider="anthropic",
                          model="claude-sonnet-4-5", stopReason="toolUse",
                          usage={"input": 100, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 150,
@@ -130,7 +154,7 @@ class Writer:
             output = (self.words(40) + "\n") * max(1, size // 300)
             self.message("toolResult", [{"type": "text", "text": output}], toolCallId=call_id, toolName=tool,
                          isError=rng.random() < 0.05)
-        self.message("assistant", [{"type": "text", "text": self.words(rng.randint(20, 300))}],
+        self.message("assistant", [{"type": "text", "text": self.words(rng.randint(10, 150))}],
                      api="anthropic-messages", provider="anthropic", model="claude-sonnet-4-5", stopReason="stop")
         if self.size > 2_000_000 and rng.random() < 0.02:
             self.entry("compaction", summary=self.words(200), firstKeptEntryId=user, tokensBefore=150_000,

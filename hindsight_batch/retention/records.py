@@ -7,13 +7,13 @@ memory up to a budget and spills the rest to a temporary file, so a session of a
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.projection import Projector
@@ -21,20 +21,22 @@ from hindsight_batch.session.model import EntryNode
 
 
 class RecordStore:
-    """Append-only byte store: in memory up to ``memory_budget`` bytes, then in an anonymous temporary file."""
+    """Append-only byte store: in memory up to ``memory_budget`` bytes, then in an anonymous temporary file.
+
+    Records in memory are packed into one buffer (one small object per record would cost more than the record)."""
 
     def __init__(self, memory_budget: int = 64 << 20) -> None:
         self._budget = memory_budget
-        self._used = 0
-        self._memory: list[bytes] = []
+        self._memory = bytearray()
+        self._ends: list[int] = []  # record i is _memory[_ends[i-1]:_ends[i]]
         self._file: IO[bytes] | None = None
 
     def put(self, data: bytes) -> int:
         """Return a handle: ``>= 0`` for memory, ``< 0`` for an offset into the spill file."""
-        if self._used + len(data) <= self._budget:
-            self._used += len(data)
-            self._memory.append(data)
-            return len(self._memory) - 1
+        if len(self._memory) + len(data) <= self._budget:
+            self._memory += data
+            self._ends.append(len(self._memory))
+            return len(self._ends) - 1
         if self._file is None:
             self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the store; close() ends it
         self._file.seek(0, 2)
@@ -44,7 +46,8 @@ class RecordStore:
 
     def get(self, handle: int) -> bytes:
         if handle >= 0:
-            return self._memory[handle]
+            start = self._ends[handle - 1] if handle else 0
+            return bytes(self._memory[start : self._ends[handle]])
         assert self._file is not None
         self._file.seek(-1 - handle)
         size = int.from_bytes(self._file.read(8), "little")
@@ -53,7 +56,8 @@ class RecordStore:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-        self._memory.clear()
+        self._memory = bytearray()
+        self._ends.clear()
 
 
 @dataclass(slots=True)
@@ -72,8 +76,6 @@ class EntryOutcome:
         return self.handle is not None or self.dropped is not None
 
 
-# Records are stored as compact JSON with non-ASCII kept.
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 @dataclass
@@ -111,13 +113,13 @@ class RecordMaker:
         if projection.record is not None:
             findings = Findings()
             record = projection.record
-            text = _dumps(record)
-            hints = self._redactor.hints(text.lower())  # one search over the whole record: usually empty
+            data = jsoncodec.dumps(record)
+            # One search over the whole record for the rules' literals: usually none, and redaction is skipped.
+            hints = self._redactor.hints(data.decode("utf-8", "replace").lower())
             if hints:
                 redacted = self._redactor.redact_value(record["message"], findings, hints)
                 if findings:
-                    text = _dumps({**record, "message": redacted})
-            data = text.encode("utf-8", "replace")  # a lone surrogate (JSON allows it, UTF-8 not) becomes '?'
+                    data = jsoncodec.dumps({**record, "message": redacted})
             outcome.handle = self._store.put(data)
             outcome.size = len(data)
             outcome.findings = findings or None

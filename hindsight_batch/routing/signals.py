@@ -7,21 +7,20 @@ command output) and never their keys or structure: classifying pretty-printed JS
 Matching is by words, not by one big regular expression: the text is lowercased and split into word tokens
 once, and each signal is a set of phrases indexed by their first one or two words, so a chunk looks up only the
 phrases whose start it holds. A handful of signals that need their exact characters (paths, capitals, ``PR #12``)
-use small patterns, tried only where their anchor word occurs (:mod:`hindsight_batch.textscan`). A chunk's text is read up to ``ROUTING_SAMPLE_CHARS``
-from its start and ``ROUTING_TAIL_CHARS`` from its end: enough to classify it, and redaction still covers every
-byte (secrets are found there, not here).
+use small patterns, tried only where their anchor word occurs (:mod:`hindsight_batch.textscan`). A chunk's text
+is read up to ``ROUTING_SAMPLE_CHARS`` from its start and ``ROUTING_TAIL_CHARS`` from its end: enough to classify
+it, and redaction still covers every byte (secrets are found there, not here).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hindsight_batch import textscan
+from hindsight_batch import jsoncodec, textscan
 from hindsight_batch.textscan import anchored_matches
 
 ROUTING_SAMPLE_CHARS = 24_000
@@ -110,6 +109,14 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 # Everything but letters, digits, apostrophes, dashes and underscores separates words (a C-speed translate).
 _SEPARATORS = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")}
 _CONTRACTIONS = frozenset({"here's", "it's", "that's", "what's", "there's", "let's", "he's", "she's"})
+_POSSESSIVE = re.compile(r"'s(?=\s)")
+
+
+def _possessive(match: re.Match[str]) -> str:
+    """Drop the ``'s`` of a possessive, keep a contraction's."""
+    text, end = match.string, match.start()
+    start = max(text.rfind(" ", 0, end), text.rfind("\n", 0, end), text.rfind("\t", 0, end)) + 1
+    return match.group(0) if text[start:end] + "'s" in _CONTRACTIONS else ""
 _Key = tuple[str, str]  # (category, label)
 _LABEL_ORDER: tuple[_Key, ...] = tuple(dict.fromkeys((category, label) for category, label, _specs in _PHRASES))
 
@@ -218,7 +225,7 @@ def extract_text(content: str) -> str:
         stripped = line.strip()
         if stripped.startswith("{"):
             try:
-                value = json.loads(stripped)
+                value = jsoncodec.loads(stripped)
             except ValueError:
                 value = None
             if isinstance(value, dict):
@@ -239,9 +246,10 @@ def find_signals(text: str) -> SignalMatches:
     text = sample(text)
     matches = SignalMatches()
     lower = textscan.lower(text)
-    words = lower.translate(_SEPARATORS).split()
-    if "'s" in lower:  # possessives count as their word ("repo's" is "repo")
-        words = [w[:-2] if w.endswith("'s") and w not in _CONTRACTIONS else w for w in words]
+    spaced = lower.translate(_SEPARATORS) + " "
+    if "'s" in spaced:  # possessives count as their word ("repo's" is "repo")
+        spaced = _POSSESSIVE.sub(_possessive, spaced)
+    words = spaced.split()
     counts = Counter(words)
     found: Counter[_Key] = Counter()
     for word in counts.keys() & _WORD_PHRASES.keys():  # a phrase of one word counts each occurrence

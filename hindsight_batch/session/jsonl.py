@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 import ijson
 
+from hindsight_batch import jsoncodec
+
 BLOCK_BYTES = 1 << 20
 BIG_LINE_BYTES = 8 << 20
 BIG_STRING_CHARS = 1 << 20
@@ -116,7 +118,7 @@ def parse_line(
 def _parse_line(line: RawLine) -> Iterator[ParsedObject | Malformed]:
     assert line.data is not None
     try:
-        value = json.loads(line.data)
+        value = jsoncodec.loads(line.data)
     except UnicodeDecodeError:
         # Node decodes invalid UTF-8 as U+FFFD before JSON.parse; do the same.
         text = line.data.decode("utf-8", "replace")

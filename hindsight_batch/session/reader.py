@@ -48,21 +48,20 @@ _TOOL_RESULT = re.compile(
 )
 
 
-def _unparsed_tool_result(line: RawLine, seq: int, visit: Visitor) -> EntryNode | None:
+def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str], Any]) -> EntryNode | None:
     """Index a tool-result line without parsing it, when the visitor says its content cannot matter.
 
     Only for a complete line holding one object: ``}{"`` cannot occur inside a JSON string (the quote would be
     escaped), so its absence rules out two glued objects, and a line that does not end in ``}`` is left to the
     parser (it may be cut)."""
     data = line.data
-    shortcut = getattr(visit, "unparsed_tool_result", None)
-    if shortcut is None or data is None or not line.terminated or b'}{"' in data or not data.rstrip().endswith(b"}"):
+    if data is None or not line.terminated:
         return None
-    found = _TOOL_RESULT.match(data)
-    if found is None:
+    found = _TOOL_RESULT.match(data)  # first: it fails at once on every other kind of line
+    if found is None or not data.rstrip().endswith(b"}") or b'}{"' in data:
         return None
     entry_id, parent, timestamp, call_id, name = (g.decode() if g is not None else None for g in found.groups())
-    outcome = shortcut(name, call_id)
+    outcome = shortcut(name or "", call_id or "")
     if outcome is None:
         return None
     node = EntryNode(seq, line.lineno, entry_id or f"L{line.lineno}", parent, "message", timestamp)
@@ -77,9 +76,10 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
         result = SessionFile(path=path, size=size, header=None)
         migrator: Migrator | None = None
         seq = 0
+        shortcut = getattr(visit, "unparsed_tool_result", None)
         for line in iter_lines(stream):
-            if visit is not None and result.header is not None and result.header.version == 3:
-                node = _unparsed_tool_result(line, seq, visit)
+            if shortcut is not None and result.header is not None and result.header.version == 3:
+                node = _unparsed_tool_result(line, seq, shortcut)
                 if node is not None:
                     result.entries.append(node)
                     seq += 1
