@@ -164,7 +164,8 @@ def _plan_chunks(
             outcome = node.payload
             if isinstance(outcome, EntryOutcome) and node.seq not in counted:
                 counted.add(node.seq)
-                plan.removed.update(outcome.removed)
+                if outcome.removed:
+                    plan.removed.update(outcome.removed)
                 if outcome.handle is not None:
                     plan.kept += 1
                 elif outcome.dropped:
@@ -229,7 +230,8 @@ def _plan_chunk(
         outcome = node.payload
         assert isinstance(outcome, EntryOutcome) and outcome.handle is not None
         parts.append(store.get(outcome.handle))
-        removed.update(outcome.removed)
+        if outcome.removed:
+            removed.update(outcome.removed)
         if outcome.findings:
             findings.add(outcome.findings)
     content = b"\n".join(parts).decode("utf-8")

@@ -46,12 +46,21 @@ class Findings:
         return bool(self.counts)
 
 
-def _gates(literals: set[str]) -> dict[str, tuple[str, ...]]:
-    """Each literal that contains no other literal, with the literals that contain it.
+# Characters searched for instead of the literals holding them: a one-character search runs at memchr speed,
+# and these are rare in prose and absent from a record's JSON structure.
+_RARE_CHARACTERS = "=_"
 
-    Searching text for the gates alone is enough to know no literal occurs: fewer passes over the text."""
-    gates = sorted(lit for lit in literals if not any(other != lit and other in lit for other in literals))
-    return {gate: tuple(sorted(lit for lit in literals if gate in lit)) for gate in gates}
+
+def _gates(literals: set[str]) -> dict[str, tuple[str, ...]]:
+    """What to search text for, each with the literals it stands for: a rare character, or a literal that holds
+    no other literal. Text without any gate holds no literal: fewer passes over the text than one per literal."""
+    gates: dict[str, set[str]] = {}
+    for lit in literals:
+        rare = [c for c in _RARE_CHARACTERS if c in lit]
+        covers = [rare[0]] if rare else [o for o in literals if o in lit and not any(c in o for c in _RARE_CHARACTERS)]
+        gate = min(covers, key=len)
+        gates.setdefault(gate, set()).add(lit)
+    return {gate: tuple(sorted(lits)) for gate, lits in sorted(gates.items())}
 
 
 class Redactor:

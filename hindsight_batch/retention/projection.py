@@ -26,10 +26,10 @@ What happens to entries that are not plain messages (documented in the README):
 
 from __future__ import annotations
 
-from collections import Counter
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -52,7 +52,10 @@ class Projection:
     role: str | None = None
     record: dict[str, Any] | None = None
     dropped: str | None = None  # why a message was not retained; None for non-message entries
-    removed: Counter[str] = field(default_factory=Counter)  # blocks or spans removed, by reason
+    removed: dict[str, int] = field(default_factory=dict)  # blocks or spans removed, by reason
+
+    def remove(self, reason: str, count: int = 1) -> None:
+        self.removed[reason] = self.removed.get(reason, 0) + count
 
     @property
     def is_message(self) -> bool:
@@ -68,12 +71,13 @@ def tool_allowed(rule: ToolRule, name: str) -> bool:
 
 
 def iso_from_ms(value: object) -> str | None:
+    """Epoch milliseconds as ISO 8601 UTC with milliseconds, as JavaScript's ``toISOString`` writes them."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            stamp = datetime.fromtimestamp(value / 1000, tz=UTC)
+            seconds, millis = divmod(math.floor(value), 1000)
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
         except (OverflowError, OSError, ValueError):
             return None
-        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return value if isinstance(value, str) else None
 
 
@@ -170,17 +174,17 @@ class Projector:
     def _cut(self, text: str, out: Projection) -> str:
         if len(text) <= self._max_chars:
             return text
-        out.removed["cut-long-text"] += 1
+        out.remove("cut-long-text")
         return text[: self._max_chars] + f"…[cut {len(text) - self._max_chars} chars]"
 
     def _text(self, text: str, out: Projection) -> str | None:
         """S1 on one piece of text: drop it if it is injected memory, excise spliced memory blocks."""
         if mf.starts_with_memory(text):
-            out.removed["recall-block"] += 1
+            out.remove("recall-block")
             return None
         text, spans = mf.excise_memory(text)
         if spans:
-            out.removed["recall-span"] += spans
+            out.remove("recall-span", spans)
         return self._cut(text, out) if text.strip() else None
 
     def _blocks(self, content: Any, allowed: Sequence[str], out: Projection) -> list[dict[str, Any]]:
@@ -200,20 +204,20 @@ class Projector:
                 if mf.is_hindsight_tool(name):
                     if isinstance(block.get("id"), str):
                         self._hindsight_call_ids.add(block["id"])
-                    out.removed["hindsight-tool-call"] += 1
+                    out.remove("hindsight-tool-call")
                     continue
                 if "toolCall" not in allowed:
-                    out.removed["retain-content"] += 1
+                    out.remove("retain-content")
                     continue
                 if not tool_allowed(self._tools.tool_call, name):
-                    out.removed["tool-filter"] += 1
+                    out.remove("tool-filter")
                     continue
                 arguments, spans = mf.scrub_value(block.get("arguments"))
                 if spans:
-                    out.removed["recall-span"] += spans
+                    out.remove("recall-span", spans)
                 blocks.append({"type": "toolCall", "name": name, "arguments": self._cut_value(arguments, out)})
             elif kind not in allowed:
-                out.removed["retain-content"] += 1
+                out.remove("retain-content")
             elif kind == "text" and isinstance(block.get("text"), str):
                 text = self._text(block["text"], out)
                 if text is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -66,7 +65,7 @@ class EntryOutcome:
 
     role: str | None
     dropped: str | None
-    removed: Counter[str]
+    removed: dict[str, int]
     handle: int | None = None
     size: int = 0
     findings: Findings | None = None
@@ -100,7 +99,7 @@ class RecordMaker:
         """The outcome of a tool-result entry known only by its name and call id, when its content cannot
         matter; None when the entry must be parsed."""
         reason = self._projector.tool_result_gate(tool_name, call_id)
-        return EntryOutcome("toolResult", reason, Counter()) if reason else None
+        return EntryOutcome("toolResult", reason, {}) if reason else None
 
     def __call__(self, entry: dict[str, Any], node: EntryNode) -> EntryOutcome | None:
         t0 = time.perf_counter()
@@ -111,12 +110,13 @@ class RecordMaker:
             return None
         outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
         if projection.record is not None:
-            findings = Findings()
             record = projection.record
             data = jsoncodec.dumps(record)
             # One search over the whole record for the rules' literals: usually none, and redaction is skipped.
             hints = self._redactor.hints(data.decode("utf-8", "replace").lower())
+            findings = None
             if hints:
+                findings = Findings()
                 redacted = self._redactor.redact_value(record["message"], findings, hints)
                 if findings:
                     data = jsoncodec.dumps({**record, "message": redacted})

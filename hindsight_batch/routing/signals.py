@@ -138,6 +138,9 @@ def _phrase_index() -> tuple[dict[str, list[_Key]], dict[tuple[str, str], list[t
 
 
 _WORD_PHRASES, _PAIR_PHRASES = _phrase_index()
+_PAIR_SECONDS: dict[str, frozenset[str]] = {
+    first: frozenset(b for a, b in _PAIR_PHRASES if a == first) for first, _second in _PAIR_PHRASES
+}
 
 
 
@@ -255,21 +258,22 @@ def find_signals(text: str) -> SignalMatches:
     for word in counts.keys() & _WORD_PHRASES.keys():  # a phrase of one word counts each occurrence
         for key in _WORD_PHRASES[word]:
             found[key] += counts[word]
-    pairs = set(itertools.pairwise(words))
     joined = " " + " ".join(words) + " "
     versions = any(w[:1] == "v" and w[1:2].isdigit() for w in counts)
 
     def has(phrase: tuple[str, ...]) -> bool:
         if phrase == _VERSION:
             return versions
-        if len(phrase) == 1:
-            return phrase[0] in counts
-        return (phrase[0], phrase[1]) in pairs and (len(phrase) == 2 or f" {' '.join(phrase)} " in joined)
+        return all(w in counts for w in phrase) and (len(phrase) == 1 or f" {' '.join(phrase)} " in joined)
 
-    for pair in pairs & _PAIR_PHRASES.keys():  # a longer phrase counts once
-        for whole, key in _PAIR_PHRASES[pair]:
-            if whole is None or whole in joined:
-                found[key] += 1
+    # A longer phrase counts once. Its first two words must both occur before they are looked for side by side:
+    # a few searches of the joined words instead of building every pair of the text.
+    for first in counts.keys() & _PAIR_SECONDS.keys():
+        for second in _PAIR_SECONDS[first]:
+            if second in counts and f" {first} {second} " in joined:
+                for whole, key in _PAIR_PHRASES[(first, second)]:
+                    if whole is None or whole in joined:
+                        found[key] += 1
     for key in _LABEL_ORDER:  # in table order, whatever order the sets gave: the output stays deterministic
         if found[key]:
             matches.labels[key] += found[key]
