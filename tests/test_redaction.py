@@ -85,6 +85,17 @@ def test_the_serialized_record_tells_that_a_secret_may_be_inside(rule: str, text
     assert Redactor(b"key").hints(record.lower())
 
 
+def test_hints_for_a_batch_are_the_hints_of_each_text() -> None:
+    """Imports search a batch of records at once; every record must get exactly its own literals."""
+    redactor = Redactor(b"key")
+    texts = [t.lower() for _rule, t, _secret in CASES] + ["plain prose", "", "token=abc", "a = b", "x_y"] * 3
+    batch = redactor.hints_each(texts)
+    literals = {lit for group in redactor._gates.values() for lit in group}
+    assert batch == [frozenset(lit for lit in literals if lit in t) for t in texts]  # every literal, searched plainly
+    assert batch[-5] == frozenset() and batch[-3] == frozenset({"token", "token="})
+    assert all(batch[i] for i in range(len(CASES)))
+
+
 @pytest.mark.parametrize("key", ["password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey",
                                  "accesskey", "access_key", "private-key", "credentials", "cookie", "authorization"])
 def test_every_secret_sounding_key_name_gives_a_hint(key: str) -> None:

@@ -86,14 +86,20 @@ class StageTimes:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+BATCH_BYTES = 256 << 10
+
+
 class RecordMaker:
-    """The reader visitor for one session file."""
+    """The reader visitor for one session file: projects each entry, then redacts and stores kept records in
+    batches (:meth:`finish` completes the last one)."""
 
     def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes) -> None:
         self._projector = Projector(settings)
         self._redactor = redactor
         self._store = store
         self._times = times
+        self._pending: list[tuple[EntryOutcome, dict[str, Any], bytes]] = []
+        self._pending_bytes = 0
 
     def unparsed_tool_result(self, tool_name: str, call_id: str) -> EntryOutcome | None:
         """The outcome of a tool-result entry known only by its name and call id, when its content cannot
@@ -110,10 +116,23 @@ class RecordMaker:
             return None
         outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
         if projection.record is not None:
-            record = projection.record
-            data = jsoncodec.dumps(record)
-            # One search over the whole record for the rules' literals: usually none, and redaction is skipped.
-            hints = self._redactor.hints(data.decode("utf-8", "replace").lower())
+            data = jsoncodec.dumps(projection.record)
+            self._pending.append((outcome, projection.record, data))
+            self._pending_bytes += len(data)
+            if self._pending_bytes >= BATCH_BYTES:
+                self.finish()
+        return outcome
+
+    def finish(self) -> None:
+        """Redact and store the records waiting for their batch. The reader calls this at the end of the file.
+
+        Records are searched for the secret rules' literals a batch at a time, in their serialized form: most
+        hold none, and redaction is skipped for them."""
+        if not self._pending:
+            return
+        t0 = time.perf_counter()
+        texts = [data.decode("utf-8", "replace").lower() for _outcome, _record, data in self._pending]
+        for (outcome, record, data), hints in zip(self._pending, self._redactor.hints_each(texts), strict=True):
             findings = None
             if hints:
                 findings = Findings()
@@ -123,5 +142,6 @@ class RecordMaker:
             outcome.handle = self._store.put(data)
             outcome.size = len(data)
             outcome.findings = findings or None
-            self._times.redact += time.perf_counter() - t1
-        return outcome
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._times.redact += time.perf_counter() - t0

@@ -20,7 +20,7 @@ import ijson
 
 from hindsight_batch import jsoncodec
 
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 4 << 20  # fewer, larger reads: measurably faster than 1 MB, still small next to the RSS budget
 BIG_LINE_BYTES = 8 << 20
 BIG_STRING_CHARS = 1 << 20
 _DECODER = json.JSONDecoder()

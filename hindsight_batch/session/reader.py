@@ -3,6 +3,9 @@
 The reader makes one streaming pass. Each entry (already migrated to the v3 shape) is handed to an optional
 ``visit`` callback whose return value is stored on the entry's index row; the entry itself is then dropped. That
 keeps memory bounded by the index and by what the visitor keeps, not by the file's size.
+
+A visitor may also offer ``unparsed_tool_result(tool_name, call_id)`` (an outcome for a tool-result line that
+need not be parsed, or None) and ``finish()`` (called once the file is read, for work done in batches).
 """
 
 from __future__ import annotations
@@ -111,6 +114,9 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
                     node.payload = visit(obj, node)
                 result.entries.append(node)
                 seq += 1
+        finish = getattr(visit, "finish", None)
+        if finish is not None:
+            finish()  # a visitor may work in batches
         if result.header is None and result.problem is None:
             result.problem = "empty file" if not result.malformed else "no readable session header"
     return result
