@@ -7,6 +7,7 @@ These checks run before, and regardless of, the user's ``retainContent`` and ``t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Opening markers of injected memory, with the closing tag of each. The live extensions use these four.
@@ -28,8 +29,13 @@ def is_hindsight_tool(name: object) -> bool:
     return isinstance(name, str) and name.lower().startswith(("hindsight_", "hindsight-"))
 
 
+_OPENINGS = tuple(MEMORY_MARKERS)
+_FIRST_NON_SPACE = re.compile(r"\s*+")
+
+
 def starts_with_memory(text: str) -> bool:
-    return text.lstrip().startswith(tuple(MEMORY_MARKERS))
+    match = _FIRST_NON_SPACE.match(text)  # where ``text.lstrip()`` would start, without copying the text
+    return text.startswith(_OPENINGS, match.end() if match else 0)
 
 
 def excise_memory(text: str) -> tuple[str, int]:

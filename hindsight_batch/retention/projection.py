@@ -26,6 +26,7 @@ What happens to entries that are not plain messages (documented in the README):
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -74,11 +75,26 @@ def iso_from_ms(value: object) -> str | None:
     """Epoch milliseconds as ISO 8601 UTC with milliseconds, as JavaScript's ``toISOString`` writes them."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            seconds, millis = divmod(math.floor(value), 1000)
-            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
-        except (OverflowError, OSError, ValueError):
+            days, millis = divmod(math.floor(value), 86_400_000)
+        except (OverflowError, ValueError):
             return None
+        day = _iso_day(days)
+        if day is None:
+            return None
+        seconds, millis = divmod(millis, 1000)
+        minutes, seconds = divmod(seconds, 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"{day}T{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}Z"
     return value if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _iso_day(days: int) -> str | None:
+    """The date of a day since the epoch (a session spans few days: cached)."""
+    try:
+        return time.strftime("%Y-%m-%d", time.gmtime(days * 86_400))
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 class Projector:
@@ -92,6 +108,11 @@ class Projector:
         self._max_chars = settings.import_.max_block_chars
         self._compaction_context = settings.import_.compaction == "context"
         self._hindsight_call_ids: set[str] = set()
+        # What strip leaves, worked out once: keys stripped anyway are never copied (nor their timestamps formatted).
+        self._top_keys = tuple(k for k in ("type", "id", "parentId", "timestamp") if k not in settings.strip.top_level)
+        self._role_fields = {
+            role: tuple(k for k in keys if k not in settings.strip.message) for role, keys in _ROLE_FIELDS.items()
+        }
 
     def project(self, entry: dict[str, Any]) -> Projection:
         entry_type = entry.get("type")
@@ -141,7 +162,7 @@ class Projector:
         if not blocks:
             out.dropped = "recall" if out.removed.get("recall-block") else "empty"
             return out
-        fields = {key: message[key] for key in _ROLE_FIELDS.get(str(role), ()) if key in message}
+        fields = {key: message[key] for key in self._role_fields.get(str(role), ()) if key in message}
         if "timestamp" in fields:
             fields["timestamp"] = iso_from_ms(fields["timestamp"])
         out.record = self._record(entry, {"role": role, "content": blocks, **fields})
@@ -159,17 +180,11 @@ class Projector:
         return None
 
     def _record(self, entry: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-        top = {
-            "type": entry.get("type"),
-            "id": entry.get("id"),
-            "parentId": entry.get("parentId"),
-            "timestamp": entry.get("timestamp"),
-        }
-        for key in self._strip.top_level:
-            top.pop(key, None)
+        record = {key: entry.get(key) for key in self._top_keys}
         for key in self._strip.message:
             message.pop(key, None)
-        return {**top, "message": message}
+        record["message"] = message
+        return record
 
     def _cut(self, text: str, out: Projection) -> str:
         if len(text) <= self._max_chars:

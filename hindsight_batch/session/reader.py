@@ -61,13 +61,14 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
     if data is None or not line.terminated:
         return None
     found = _TOOL_RESULT.match(data)  # first: it fails at once on every other kind of line
-    if found is None or not data.rstrip().endswith(b"}") or b'}{"' in data:
+    if found is None or not (data.endswith(b"}") or data.rstrip().endswith(b"}")) or b'}{"' in data:
         return None
-    entry_id, parent, timestamp, call_id, name = (g.decode() if g is not None else None for g in found.groups())
-    outcome = shortcut(name or "", call_id or "")
+    entry_id, parent, timestamp, call_id, name = found.groups()
+    outcome = shortcut(name.decode(), call_id.decode())
     if outcome is None:
         return None
-    node = EntryNode(seq, line.lineno, entry_id or f"L{line.lineno}", parent, "message", timestamp)
+    node = EntryNode(seq, line.lineno, entry_id.decode() or f"L{line.lineno}",
+                     parent.decode() if parent is not None else None, "message", timestamp.decode())
     node.payload = outcome
     return node
 
@@ -80,9 +81,10 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
         migrator: Migrator | None = None
         seq = 0
         shortcut = getattr(visit, "unparsed_tool_result", None)
+        fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
         for line in iter_lines(stream):
-            if shortcut is not None and result.header is not None and result.header.version == 3:
-                node = _unparsed_tool_result(line, seq, shortcut)
+            if fast is not None:
+                node = _unparsed_tool_result(line, seq, fast)
                 if node is not None:
                     result.entries.append(node)
                     seq += 1
@@ -104,6 +106,7 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
                         return result
                     result.header = header
                     migrator = Migrator(header.version)
+                    fast = shortcut if header.version == 3 else None
                     continue
                 if obj.get("type") == "session":
                     continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
