@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from hindsight_batch import __version__
+from hindsight_batch import __version__, jsoncodec
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.chunking import Chunk, chunk_nodes, joined_size
 from hindsight_batch.config import ConfigResolver, Settings
@@ -90,8 +90,8 @@ def settings_hash(settings: Settings) -> str:
 
 
 def item_sha256(bank_id: str, item: RetainItem) -> str:
-    blob = json.dumps({"bank": bank_id, "item": item.payload()}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    """What the server would be sent for this item, hashed: keys sorted, so equal items hash equal."""
+    return hashlib.sha256(jsoncodec.dumps({"bank": bank_id, "item": item.payload()}, sort_keys=True)).hexdigest()
 
 
 def _segment_nodes(session: SessionFile, settings: Settings) -> Iterator[tuple[str, EntryNode, list[EntryNode]]]:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 _STD_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_STD_DUMPS_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
 
 def loads(data: bytes | str) -> Any:
@@ -24,9 +25,9 @@ def loads(data: bytes | str) -> Any:
         return json.loads(data)
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
     """Compact JSON in UTF-8, non-ASCII kept. A lone surrogate (JSON allows it, UTF-8 does not) becomes '?'."""
     try:
-        return orjson.dumps(value)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:  # a lone surrogate, an integer beyond 64 bits, a non-string key
-        return _STD_DUMPS(value).encode("utf-8", "replace")
+        return (_STD_DUMPS_SORTED if sort_keys else _STD_DUMPS)(value).encode("utf-8", "replace")
