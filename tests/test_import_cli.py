@@ -88,6 +88,20 @@ def test_session_files_are_opened_read_only(runner: CliRunner, tmp_path: Path) -
     assert (copy.read_bytes(), copy.stat().st_mtime_ns) == before
 
 
+def test_lines_only_javascript_writes_are_read_like_any_other(runner: CliRunner, tmp_path: Path) -> None:
+    """pi (JavaScript) can write a lone surrogate escape (an emoji cut in half) and numbers such as NaN: the fast
+    JSON parser refuses those, so they go to the standard library; nothing is lost or reported malformed."""
+    b = SessionBuilder()
+    b.user("first question")
+    b.lines.append('{"type":"message","id":"e9","parentId":"e1","timestamp":"2026-05-01T10:00:05.000Z","message":'
+                   '{"role":"user","content":[{"type":"text","text":"cut emoji \\ud83d here"}],"timestamp":NaN}}')
+    path = b.write(tmp_path / "sessions" / "--work-demo--" / "s.jsonl")
+    rows, summary = run_import(runner, tmp_path, str(path), "--include-content")
+    assert summary["malformed_lines"] == 0 and summary["messages_kept"] == 2
+    content = "\n".join(row["content"] for row in rows)
+    assert "first question" in content and "cut emoji ? here" in content  # the half emoji becomes '?'
+
+
 def test_summary_reports_malformed_lines_by_file_and_line_and_the_truncated_tail(
     runner: CliRunner, tmp_path: Path
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 from hindsight_batch.session.jsonl import Malformed, ParsedObject, iter_lines, iter_objects
 
@@ -98,3 +99,13 @@ def test_line_offsets_point_at_line_starts() -> None:
     lines = list(iter_lines(io.BytesIO(data)))
     assert [(line.lineno, line.offset) for line in lines] == [(1, 0), (3, 9)]
     assert data[lines[1].offset : lines[1].offset + lines[1].length] == b'{"bb":22}'
+
+
+def test_the_json_codec_reads_and_writes_what_orjson_refuses() -> None:
+    """orjson is only a speed-up: what it refuses goes to the standard library, with the same result."""
+    from hindsight_batch import jsoncodec
+
+    assert jsoncodec.loads(b'{"a":1,"s":"\\ud83d"}') == {"a": 1, "s": "\ud83d"}
+    assert math.isnan(jsoncodec.loads(b'{"n":NaN}')["n"])
+    assert jsoncodec.dumps({"s": "cut \ud83d", "n": 10**30}) == b'{"s":"cut ?","n":1000000000000000000000000000000}'
+    assert jsoncodec.dumps({"b": 1, "a": "é"}, sort_keys=True) == '{"a":"é","b":1}'.encode()
