@@ -1,8 +1,10 @@
-"""Per-entry retention: S1 filter and projection, then redaction (S3), then the compact JSON line.
+"""Per-entry retention: S1 filter and projection, then the compact JSON line, then redaction (S3).
 
 :class:`RecordMaker` is the reader's visitor during an import: it turns each entry into a small
-:class:`EntryOutcome` kept on the entry's index row. Record bytes go to a :class:`RecordStore`, which keeps them in
-memory up to a budget and spills the rest to a temporary file, so a session of any size stays within bounded RAM.
+:class:`EntryOutcome` kept on the entry's index row; kept records are redacted and stored in batches, and an
+outcome's ``handle`` is set once its batch is done (at the latest when the reader calls ``finish``). Record bytes go
+to a :class:`RecordStore`, which keeps them in memory up to a budget and spills the rest to a temporary file, so a
+session of any size stays within bounded RAM.
 """
 
 from __future__ import annotations
@@ -70,12 +72,6 @@ class EntryOutcome:
     size: int = 0
     findings: Findings | None = None
 
-    @property
-    def is_message(self) -> bool:
-        return self.handle is not None or self.dropped is not None
-
-
-
 
 @dataclass
 class StageTimes:
@@ -137,7 +133,7 @@ class RecordMaker:
             if hints:
                 findings = Findings()
                 redacted = self._redactor.redact_value(record["message"], findings, hints)
-                if findings:
+                if redacted != record["message"]:
                     data = jsoncodec.dumps({**record, "message": redacted})
             outcome.handle = self._store.put(data)
             outcome.size = len(data)

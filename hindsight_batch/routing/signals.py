@@ -143,7 +143,6 @@ _PAIR_SECONDS: dict[str, frozenset[str]] = {
 }
 
 
-
 @dataclass(frozen=True)
 class _Pattern:
     """A signal that needs exact characters (paths, capitals, ``PR #12``). It is tried only where one of its
@@ -280,7 +279,7 @@ def find_signals(text: str) -> SignalMatches:
     for signal in _PATTERNS:
         anchors = {anchor for phrase, anchor in signal.starts if has(phrase)}
         if anchors:
-            n = sum(1 for _ in anchored_matches(signal.pattern, text, textscan.lower(text), anchors))
+            n = sum(1 for _ in anchored_matches(signal.pattern, text, lower, anchors))
             if n:
                 matches.labels[(signal.category, signal.label)] += n
     code = lower.count("```") + sum(1 for _ in _FILE_NAME.finditer(lower))
