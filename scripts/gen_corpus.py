@@ -186,21 +186,23 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)
+    sizes = random.Random(args.seed + 1)  # file sizes from their own stream: they do not move when content does
     args.out.mkdir(parents=True, exist_ok=True)
     total = args.total_mb * 1_000_000
     big = min(args.big_mb * 1_000_000, total)
     written = write_session(rng, args.out, 0, big)
-    sizes = [written]
+    written_sizes = [written]
     index = 1
     mu, sigma = math.log(100_000), math.log(50) / 2.326  # median 100 KB, p99 about 5 MB
     while written < total:
-        target = int(min(rng.lognormvariate(mu, sigma), total - written + 1))
+        target = int(min(sizes.lognormvariate(mu, sigma), total - written + 1))
         size = write_session(rng, args.out, index, max(target, 2_000))
-        sizes.append(size)
+        written_sizes.append(size)
         written += size
         index += 1
-    small = sorted(sizes[1:]) or [0]
-    print(f"wrote {len(sizes)} sessions, {written / 1e6:.0f} MB, under {args.out}: largest {sizes[0] / 1e6:.0f} MB; "
+    small = sorted(written_sizes[1:]) or [0]
+    print(f"wrote {len(written_sizes)} sessions, {written / 1e6:.0f} MB, under {args.out}: "
+          f"largest {written_sizes[0] / 1e6:.0f} MB; "
           f"others median {small[len(small) // 2] / 1e3:.0f} KB, p99 {small[int(len(small) * 0.99)] / 1e6:.1f} MB")
 
 
