@@ -164,8 +164,8 @@ def _plan_chunks(
             outcome = node.payload
             if isinstance(outcome, EntryOutcome) and node.seq not in counted:
                 counted.add(node.seq)
-                if outcome.removed:
-                    plan.removed.update(outcome.removed)
+                for reason, count in outcome.removed.items():  # (Counter.update costs more per call)
+                    plan.removed[reason] += count
                 if outcome.handle is not None:
                     plan.kept += 1
                 elif outcome.dropped:
@@ -230,8 +230,8 @@ def _plan_chunk(
         outcome = node.payload
         assert isinstance(outcome, EntryOutcome) and outcome.handle is not None
         parts.append(store.get(outcome.handle))
-        if outcome.removed:
-            removed.update(outcome.removed)
+        for reason, count in outcome.removed.items():
+            removed[reason] += count
         if outcome.findings:
             findings.add(outcome.findings)
     content = b"\n".join(parts).decode("utf-8")
