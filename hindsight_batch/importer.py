@@ -6,6 +6,8 @@ the manifest and (with ``--apply``) the upload sink together, and keeps the summ
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import time
@@ -376,6 +378,22 @@ class ImportSummary:
         }
 
 
+@contextlib.contextmanager
+def _collections_between_files() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while files are read, collecting between files instead.
+
+    Reading allocates millions of short-lived containers, freed by reference counting; the collector, woken every
+    700 of them, kept re-scanning the entry index of a large session for cycles it does not hold: about a tenth of
+    an import's time (``scripts/bench.py``). The few cycles a file may leave are collected after it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
 
@@ -426,10 +444,11 @@ class Importer:
         status = "failed"
         try:
             with tqdm(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
-                      desc="import", leave=False) as bar:
+                      desc="import", leave=False) as bar, _collections_between_files():
                 for path in self.files:
                     self._one(path, known, applied, manifest)
                     bar.update(path.stat().st_size)
+                    gc.collect(0)
             self._flush_ledger()
             if self.uploader is not None:
                 self.uploader.finish()
