@@ -236,7 +236,8 @@ def _plan_chunk(
             removed[reason] += count
         if outcome.findings:
             findings.add(outcome.findings)
-    content = b"\n".join(parts).decode("utf-8")
+    joined = b"\n".join(parts)
+    content = joined.decode("utf-8")
     plan.redactions.update(findings.counts)
     digest = content_sha256(content)
     context = session_context(scope)
@@ -266,7 +267,7 @@ def _plan_chunk(
         "decision": decision,
         "observation_scopes": scopes,
         "content_sha256": digest,
-        "bytes": len(content.encode("utf-8")),
+        "bytes": len(joined),
         "messages_kept": len(chunk.nodes),
         "messages_dropped": dict(dropped),
         "blocks_removed": dict(removed),

@@ -74,8 +74,8 @@ class Redactor:
     def hints(self, lowered: str) -> frozenset[str]:
         """The rule literals (and the PEM marker) that occur in ``lowered`` text: empty means nothing to redact.
 
-        Give it the serialized form of a whole record to test all its strings at once; no literal holds a
-        character JSON escapes, so a literal inside any string is also in the serialized text."""
+        Given the serialized form of a whole record, it tests all the record's strings at once: no literal holds
+        a character JSON escapes, so a literal inside any string is also in the serialized text."""
         return self.hints_each([lowered])[0]
 
     def hints_each(self, texts: list[str]) -> list[frozenset[str]]:
