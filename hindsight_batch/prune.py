@@ -182,8 +182,8 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
             if view[offset] in b" \t\r" and not view[offset:end].strip():
                 offset = end + 1
                 continue
-            line = RawLine(lineno, offset, length, view[offset : offset + length] if length <= BIG_LINE_BYTES
-                           else None, terminated)
+            data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
+            line = RawLine(lineno, offset, length, data, 0, length, terminated)
             objects = [o for o in parse_line(stream, line) if not isinstance(o, Malformed)]
             for obj in (o.obj for o in objects):
                 if not version:

@@ -94,6 +94,20 @@ def test_big_truncated_tail_is_reported_as_tail() -> None:
     assert isinstance(got[-1], Malformed) and got[-1].truncated_tail
 
 
+def test_lines_are_the_same_whatever_the_read_size() -> None:
+    """Lines are read out of a reused block buffer; a line that runs across blocks is put together again."""
+    data = b'{"a":1}\r\n\n  \n{"bb":"' + "é".encode() * 40 + b'"}\n{"c":3}{"d":4}\n\t{"e":5}\n{"tail":'
+    expected = [(1, 0, b'{"a":1}\r'), (4, 13, b'{"bb":"' + "é".encode() * 40 + b'"}'),
+                (5, 103, b'{"c":3}{"d":4}'), (6, 118, b'\t{"e":5}'), (7, 127, b'{"tail":')]
+    for block in (1, 2, 3, 5, 8, 13, 64, 4096):
+        # A line's data lives in the reader's buffer until the next line is read: copy it as it comes.
+        got = [(line.lineno, line.offset, bytes(line.data or b""), line.terminated)
+               for line in iter_lines(io.BytesIO(data), block_bytes=block)]
+        assert got == [(*line, n < 4) for n, line in enumerate(expected)], block
+        parsed = [(o.lineno, getattr(o, "obj", None)) for o in iter_objects(io.BytesIO(data), block_bytes=block)]
+        assert parsed == [(1, {"a": 1}), (4, {"bb": "é" * 40}), (5, {"c": 3}), (5, {"d": 4}), (6, {"e": 5}), (7, None)]
+
+
 def test_line_offsets_point_at_line_starts() -> None:
     data = b'{"a":1}\n\n{"bb":22}\n'
     lines = list(iter_lines(io.BytesIO(data)))

@@ -192,9 +192,15 @@ def test_every_real_sample_file_is_covered() -> None:
     assert sorted(p.name for p in REAL_SAMPLES.glob("*.jsonl")) == sorted(REAL_EXPECTED)
 
 
-def test_tool_result_lines_are_indexed_unparsed_only_when_safe(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [None, 64, 7])
+def test_tool_result_lines_are_indexed_unparsed_only_when_safe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int | None
+) -> None:
     """Tool output is most of a session's bytes; when no setting could keep it, its line is indexed from pi's
-    key-order prefix without parsing. A glued or cut line still goes through the parser."""
+    key-order prefix without parsing. A glued or cut line still goes through the parser. Lines that run across
+    read blocks (small blocks here) give the same result."""
+    if block is not None:
+        monkeypatch.setattr("hindsight_batch.session.reader.BLOCK_BYTES", block)
     b = SessionBuilder()
     b.user("run it")
     b.assistant({"type": "toolCall", "id": "h1", "name": "hindsight_recall", "arguments": {}},

@@ -121,26 +121,35 @@ _Key = tuple[str, str]  # (category, label)
 _LABEL_ORDER: tuple[_Key, ...] = tuple(dict.fromkeys((category, label) for category, label, _specs in _PHRASES))
 
 
-def _phrase_index() -> tuple[dict[str, list[_Key]], dict[tuple[str, str], list[tuple[str | None, _Key]]]]:
-    """One-word phrases by their word; longer phrases by their first two words (with the whole phrase as
-    `` a b c `` when it has more), so a chunk looks up only the phrases whose start it contains."""
+_Pair = tuple[str, str]
+_Longer = dict[str, list[tuple[str, _Key]]]  # third word -> (`` a b c … ``, key)
+
+
+def _phrase_index() -> tuple[dict[str, list[_Key]], dict[_Pair, list[_Key]], dict[_Pair, _Longer]]:
+    """Phrases indexed the way a chunk finds them: one-word phrases by their word, two-word phrases by their
+    pair, longer phrases by their first two words and then their third."""
     words: dict[str, list[_Key]] = {}
-    pairs: dict[tuple[str, str], list[tuple[str | None, _Key]]] = {}
+    pairs: dict[_Pair, list[_Key]] = {}
+    longer: dict[_Pair, _Longer] = {}
     for category, label, specs in _PHRASES:
         for spec in specs:
             for phrase in _expand(spec):
                 if len(phrase) == 1:
                     words.setdefault(phrase[0], []).append((category, label))
+                elif len(phrase) == 2:
+                    pairs.setdefault((phrase[0], phrase[1]), []).append((category, label))
                 else:
-                    whole = f" {' '.join(phrase)} " if len(phrase) > 2 else None
-                    pairs.setdefault((phrase[0], phrase[1]), []).append((whole, (category, label)))
-    return words, pairs
+                    by_third = longer.setdefault((phrase[0], phrase[1]), {})
+                    by_third.setdefault(phrase[2], []).append((f" {' '.join(phrase)} ", (category, label)))
+    return words, pairs, longer
 
 
-_WORD_PHRASES, _PAIR_PHRASES = _phrase_index()
+_WORD_PHRASES, _PAIR_KEYS, _LONGER_PHRASES = _phrase_index()
 _PAIR_SECONDS: dict[str, frozenset[str]] = {
-    first: frozenset(b for a, b in _PAIR_PHRASES if a == first) for first, _second in _PAIR_PHRASES
+    first: frozenset(b for a, b in [*_PAIR_KEYS, *_LONGER_PHRASES] if a == first)
+    for first, _second in [*_PAIR_KEYS, *_LONGER_PHRASES]
 }
+_PAIR_FIRSTS = frozenset(_PAIR_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,7 @@ class _Pattern:
 
 _CASED = "(?-i:[A-Z])"
 _VERSION = ("<version>",)  # the gate of a ``v1.2`` anchor: a word like ``v1``
+_VERSION_WORD = re.compile(r" v\d")
 _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("global", "identity", re.compile(
         rf"\bmy\s++(?:name|nickname)\s++is\s++{_CASED}|\bcall\s++me\s++{_CASED}"
@@ -183,6 +193,13 @@ _OUTPUT_LINE = re.compile(
     r"error(?:\[E\d++\])?:|warning:|Compiling |Finished |Running |real\s++\d|user\s++\d|sys\s++\d|\[\s*+\d++%\]|"
     r"\d++/\d++\s|exit (?:code|status) \d|[\w./\-]{1,200}+:\d++(?::\d++)?:|collected \d|platform |rootdir: |"
     r"[.FEsxX]{3,}+\s*+(?:\[\s*+\d++%\])?\s*+$|[A-Z]\w{0,60}+(?:Error|Exception)\b|raise\s|--> )"
+)
+
+
+# Every word a chunk's signals look up in its set of words.
+_VOCABULARY = frozenset(
+    {*_WORD_PHRASES, *_PAIR_FIRSTS, *(w for seconds in _PAIR_SECONDS.values() for w in seconds)}
+    | {w for signal in _PATTERNS for phrase, _anchor in signal.starts if phrase != _VERSION for w in phrase}
 )
 
 
@@ -252,27 +269,43 @@ def find_signals(text: str) -> SignalMatches:
     if "'s" in spaced:  # possessives count as their word ("repo's" is "repo")
         spaced = _POSSESSIVE.sub(_possessive, spaced)
     words = spaced.split()
-    counts = Counter(words)
+    # Only the words some signal looks up matter: one pass keeps those (a count, or even a set, of every word
+    # costs more than all the rest of the routing).
+    relevant = list(filter(_VOCABULARY.__contains__, words))
+    present = set(relevant)
     found: Counter[_Key] = Counter()
-    for word in counts.keys() & _WORD_PHRASES.keys():  # a phrase of one word counts each occurrence
-        for key in _WORD_PHRASES[word]:
-            found[key] += counts[word]
+    for word, n in Counter(filter(_WORD_PHRASES.__contains__, relevant)).items():
+        for key in _WORD_PHRASES[word]:  # a phrase of one word counts each occurrence
+            found[key] += n
     joined = " " + " ".join(words) + " "
-    versions = any(w[:1] == "v" and w[1:2].isdigit() for w in counts)
+    versions = _VERSION_WORD.search(joined) is not None
 
     def has(phrase: tuple[str, ...]) -> bool:
         if phrase == _VERSION:
             return versions
-        return all(w in counts for w in phrase) and (len(phrase) == 1 or f" {' '.join(phrase)} " in joined)
+        return all(w in present for w in phrase) and (len(phrase) == 1 or f" {' '.join(phrase)} " in joined)
 
-    # A longer phrase counts once. Its first two words must both occur before they are looked for side by side:
-    # a few searches of the joined words instead of building every pair of the text.
-    for first in counts.keys() & _PAIR_SECONDS.keys():
+    # A longer phrase counts once. Its first two words must both occur before they are looked for side by side;
+    # a phrase of three words or more is then tried only where its first two words stand before its third.
+    for first in present & _PAIR_FIRSTS:
         for second in _PAIR_SECONDS[first]:
-            if second in counts and f" {first} {second} " in joined:
-                for whole, key in _PAIR_PHRASES[(first, second)]:
-                    if whole is None or whole in joined:
+            if second not in present:
+                continue
+            pair = f" {first} {second} "
+            start = joined.find(pair)
+            if start == -1:
+                continue
+            for key in _PAIR_KEYS.get((first, second), ()):
+                found[key] += 1
+            by_third = _LONGER_PHRASES.get((first, second))
+            seen: set[str] = set()
+            while by_third is not None and start != -1:
+                after = start + len(pair)
+                for whole, key in by_third.get(joined[after : joined.find(" ", after)], ()):
+                    if whole not in seen and joined.startswith(whole, start):
+                        seen.add(whole)
                         found[key] += 1
+                start = joined.find(pair, start + 1)
     for key in _LABEL_ORDER:  # in table order, whatever order the sets gave: the output stays deterministic
         if found[key]:
             matches.labels[key] += found[key]

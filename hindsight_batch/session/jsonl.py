@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import ijson
 
@@ -29,13 +29,23 @@ _DECODER = json.JSONDecoder()
 # Not frozen: these are made once per line, and a frozen dataclass costs four times as much to build.
 @dataclass(slots=True)
 class RawLine:
-    """One physical line. ``data`` is ``None`` for a big line, which is read again from the file when parsed."""
+    """One physical line: ``buffer[start:end]``. ``buffer`` is ``None`` for a big line, which is read again from
+    the file when parsed.
+
+    The buffer is the reader's, reused for the next block: a line is valid only until the next one is asked for
+    (``bytes(line.data)`` keeps it). Lines are not copied out of the block they were read in."""
 
     lineno: int
     offset: int
     length: int
-    data: bytes | None
+    buffer: bytes | bytearray | None
+    start: int
+    end: int
     terminated: bool
+
+    @property
+    def data(self) -> memoryview | None:
+        return None if self.buffer is None else memoryview(self.buffer)[self.start : self.end]
 
 
 @dataclass(slots=True)
@@ -54,69 +64,84 @@ class Malformed:
     truncated_tail: bool  # the unterminated last line of the file: a write in progress, not corruption
 
 
-def iter_lines(stream: BinaryIO, big_line_bytes: int = BIG_LINE_BYTES) -> Iterator[RawLine]:
-    """Yield every non-blank line of ``stream``; a line over ``big_line_bytes`` comes without its data."""
+class SessionStream(Protocol):
+    """A session file opened for binary reading (``Path.open("rb")``, ``io.BytesIO``)."""
+
+    def readinto(self, buffer: bytearray, /) -> int | None: ...
+    def read(self, size: int = -1, /) -> bytes: ...
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+    def tell(self) -> int: ...
+
+
+def iter_lines(
+    stream: SessionStream, big_line_bytes: int = BIG_LINE_BYTES, block_bytes: int = BLOCK_BYTES
+) -> Iterator[RawLine]:
+    """Yield every non-blank line of ``stream``; a line over ``big_line_bytes`` comes without its data.
+    ``block_bytes`` is the read size (a small file or a header needs less than the default)."""
+    buffer = bytearray(max(block_bytes, 1))  # read into again and again: no new memory per block or per line
     lineno = 0
     offset = 0  # offset of the line being assembled
-    pending: list[bytes] = []
+    pending: list[bytes | bytearray] = []  # the start of a line that runs on into the next block
     pending_len = 0
     big = False
     while True:
-        block = stream.read(BLOCK_BYTES)
-        if not block:
+        size = stream.readinto(buffer)
+        if not size:
             break
-        pieces = block.split(b"\n")
-        for piece in pieces[:-1]:
+        pos = 0
+        while (end := buffer.find(b"\n", pos, size)) != -1:
             lineno += 1
-            length = pending_len + len(piece)
+            length = pending_len + end - pos
             if big or length > big_line_bytes:
-                yield RawLine(lineno, offset, length, None, True)
+                yield RawLine(lineno, offset, length, None, 0, 0, True)
             elif pending:
-                pending.append(piece)
+                pending.append(buffer[pos:end])
                 data = b"".join(pending)
                 if data.strip():
-                    yield RawLine(lineno, offset, length, data, True)
-            elif piece.strip():
-                yield RawLine(lineno, offset, length, piece, True)
+                    yield RawLine(lineno, offset, length, data, 0, len(data), True)
+            elif end > pos and (buffer[pos] == 0x7B or buffer[pos:end].strip()):  # "{": not blank
+                yield RawLine(lineno, offset, length, buffer, pos, end, True)
             offset += length + 1
             pending, pending_len, big = [], 0, False
-        tail = pieces[-1]
-        pending_len += len(tail)
+            pos = end + 1
+        pending_len += size - pos
         if big or pending_len > big_line_bytes:
             big, pending = True, []
-        elif tail:
-            pending.append(tail)
+        elif pos < size:
+            pending.append(buffer[pos:size])
     if pending_len:
         lineno += 1
         if big:
-            yield RawLine(lineno, offset, pending_len, None, False)
+            yield RawLine(lineno, offset, pending_len, None, 0, 0, False)
         else:
             data = b"".join(pending)
             if data.strip():
-                yield RawLine(lineno, offset, pending_len, data, False)
+                yield RawLine(lineno, offset, pending_len, data, 0, len(data), False)
 
 
 def iter_objects(
-    stream: BinaryIO,
+    stream: SessionStream,
     big_line_bytes: int = BIG_LINE_BYTES,
     big_string_chars: int = BIG_STRING_CHARS,
+    block_bytes: int = BLOCK_BYTES,
 ) -> Iterator[ParsedObject | Malformed]:
     """Yield each JSON object of a JSONL stream in order, or a :class:`Malformed` record for a bad line."""
-    for line in iter_lines(stream, big_line_bytes):
+    for line in iter_lines(stream, big_line_bytes, block_bytes):
         yield from parse_line(stream, line, big_string_chars)
 
 
 def parse_line(
-    stream: BinaryIO, line: RawLine, big_string_chars: int = BIG_STRING_CHARS
+    stream: SessionStream, line: RawLine, big_string_chars: int = BIG_STRING_CHARS
 ) -> list[ParsedObject | Malformed]:
     """The objects of one line from :func:`iter_lines` (a big line is read again from ``stream``)."""
-    if line.data is None:
+    data = line.data
+    if data is None:
         return list(_parse_big_line(stream, line, big_string_chars))
     try:
-        value = jsoncodec.loads(line.data)
+        value = jsoncodec.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError):
         # Node decodes invalid UTF-8 as U+FFFD before JSON.parse; do the same, value after value (glued objects).
-        return list(_parse_text(line, line.data.decode("utf-8", "replace")))
+        return list(_parse_text(line, str(data, "utf-8", "replace")))
     if isinstance(value, dict):
         return [ParsedObject(line.lineno, line.offset, value, False)]
     return [Malformed(line.lineno, line.offset, "not a JSON object", False)]
@@ -152,7 +177,7 @@ def _parse_text(line: RawLine, text: str) -> Iterator[ParsedObject | Malformed]:
 class _Window:
     """A read-only view of ``length`` bytes of a file from ``offset``, for ijson."""
 
-    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
+    def __init__(self, stream: SessionStream, offset: int, length: int) -> None:
         self._stream = stream
         self._pos = offset
         self._left = length
@@ -277,7 +302,7 @@ def _safe_cut(segment: bytes, cut: int) -> int:
     return cut
 
 
-def _parse_big_line(stream: BinaryIO, line: RawLine, cap: int) -> Iterator[ParsedObject | Malformed]:
+def _parse_big_line(stream: SessionStream, line: RawLine, cap: int) -> Iterator[ParsedObject | Malformed]:
     window = _StringCapper(_Window(stream, line.offset, line.length), cap)
     builder = _Builder()
     values: list[Any] = []

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.session.jsonl import Malformed, RawLine, iter_lines, iter_objects, parse_line
+from hindsight_batch.session.jsonl import BLOCK_BYTES, Malformed, RawLine, iter_lines, iter_objects, parse_line
 from hindsight_batch.session.migrate import Migrator
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
 
@@ -49,6 +49,9 @@ _TOOL_RESULT = re.compile(
     rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)"),"timestamp":"([^"\\]*+)",'
     rb'"message":\{"role":"toolResult","toolCallId":"([^"\\]*+)","toolName":"([^"\\]*+)"'
 )
+_TOOL_RESULT_MARK = b'"message":{"role":"toolResult"'  # a quick test before the pattern (most lines fail it)
+_PREFIX_BYTES = 512  # ids and timestamp come first and are short
+_GLUED = re.compile(rb'\}\{"')  # a regex finds it faster than bytes.find: "}" is rarer than the quote
 
 
 def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str], Any]) -> EntryNode | None:
@@ -57,11 +60,15 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
     Only for a complete line holding one object: ``}{"`` cannot occur inside a JSON string (the quote would be
     escaped), so its absence rules out two glued objects, and a line that does not end in ``}`` is left to the
     parser (it may be cut)."""
-    data = line.data
+    data, start, end = line.buffer, line.start, line.end
     if data is None or not line.terminated:
         return None
-    found = _TOOL_RESULT.match(data)  # first: it fails at once on every other kind of line
-    if found is None or not (data.endswith(b"}") or data.rstrip().endswith(b"}")) or b'}{"' in data:
+    if data.find(_TOOL_RESULT_MARK, start, min(end, start + _PREFIX_BYTES)) == -1:
+        return None  # first: every other kind of line fails here
+    found = _TOOL_RESULT.match(data, start, end)
+    while end > start and data[end - 1] in b" \t\r":
+        end -= 1
+    if found is None or data[end - 1] != 0x7D or _GLUED.search(data, start, end) is not None:  # 0x7D: "}"
         return None
     entry_id, parent, timestamp, call_id, name = found.groups()
     outcome = shortcut(name.decode(), call_id.decode())
@@ -82,7 +89,7 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
         seq = 0
         shortcut = getattr(visit, "unparsed_tool_result", None)
         fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
-        for line in iter_lines(stream):
+        for line in iter_lines(stream, block_bytes=min(BLOCK_BYTES, size + 1)):
             if fast is not None:
                 node = _unparsed_tool_result(line, seq, fast)
                 if node is not None:
@@ -145,7 +152,7 @@ def _index_row(obj: dict[str, Any], seq: int, lineno: int) -> EntryNode:
 def peek_header(path: Path) -> SessionHeader | str:
     """The header alone (the first JSON object of the file), or why there is none. Reads only the start."""
     with path.open("rb") as stream:
-        for item in iter_objects(stream):
+        for item in iter_objects(stream, block_bytes=64 << 10):
             if isinstance(item, Malformed):
                 continue
             return read_header(item.obj)
