@@ -205,7 +205,10 @@ def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, 
         if node.seq in window_of:
             current = window_of[node.seq]
         elif isinstance(node.payload, EntryOutcome) and node.payload.dropped and chunks:
-            result.setdefault(current, Counter())[node.payload.dropped] += 1
+            counts = result.get(current)
+            if counts is None:
+                counts = result[current] = Counter()
+            counts[node.payload.dropped] += 1
     return result
 
 
@@ -227,16 +230,16 @@ def _plan_chunk(
 ) -> None:
     findings = Findings()
     removed: Counter[str] = Counter()
-    parts: list[bytes] = []
+    handles: list[int] = []
     for node in chunk.nodes:
         outcome = node.payload
         assert isinstance(outcome, EntryOutcome) and outcome.handle is not None
-        parts.append(store.get(outcome.handle))
+        handles.append(outcome.handle)
         for reason, count in outcome.removed.items():
             removed[reason] += count
         if outcome.findings:
             findings.add(outcome.findings)
-    joined = b"\n".join(parts)
+    joined = store.join(handles)
     content = joined.decode("utf-8")
     plan.redactions.update(findings.counts)
     digest = content_sha256(content)

@@ -17,12 +17,12 @@ _STD_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STD_DUMPS_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(data: bytes | bytearray | str) -> Any:
     """Parse one JSON document; raises :class:`json.JSONDecodeError` or :class:`UnicodeDecodeError`."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data if isinstance(data, (str, bytes, bytearray)) else bytes(data))
+        return json.loads(data)
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:

@@ -100,7 +100,7 @@ def test_lines_are_the_same_whatever_the_read_size() -> None:
     expected = [(1, 0, b'{"a":1}\r'), (4, 13, b'{"bb":"' + "é".encode() * 40 + b'"}'),
                 (5, 103, b'{"c":3}{"d":4}'), (6, 118, b'\t{"e":5}'), (7, 127, b'{"tail":')]
     for block in (1, 2, 3, 5, 8, 13, 64, 4096):
-        # A line's data lives in the reader's buffer until the next line is read: copy it as it comes.
+        # A line is read in place from the reader's buffer, valid until the next line is read: copy it as it comes.
         got = [(line.lineno, line.offset, bytes(line.data or b""), line.terminated)
                for line in iter_lines(io.BytesIO(data), block_bytes=block)]
         assert got == [(*line, n < 4) for n, line in enumerate(expected)], block

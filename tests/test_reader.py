@@ -221,3 +221,13 @@ def test_tool_result_lines_are_indexed_unparsed_only_when_safe(
     assert outcomes["r2"].dropped == "retain-content"
     assert "u9" in outcomes and outcomes["u9"].handle is not None  # the glued object was not lost
     assert [n.id for n in active_path(session.entries)] == ["e1", "e2", "r1", "r2", "u9"]
+
+
+def test_the_record_store_spills_past_its_budget_and_gives_records_back_joined() -> None:
+    store = RecordStore(memory_budget=10)
+    records = [b'{"a":1}', b'{"bb":"' + b"x" * 20 + b'"}', b"", b'{"c":3}']
+    handles = [store.put(r) for r in records]
+    assert handles[0] >= 0 and handles[1] < 0  # the second record no longer fits in memory
+    assert store.join(handles) == b"\n".join(records)
+    assert store.join([handles[3], handles[0]]) == b'{"c":3}\n{"a":1}'
+    store.close()

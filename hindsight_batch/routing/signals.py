@@ -14,6 +14,7 @@ it, and redaction still covers every byte (secrets are found there, not here).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
@@ -333,11 +334,12 @@ _MISSION_STOPWORDS = frozenset({"built", "global", "memory", "mission", "project
                                 "their", "there", "these", "those", "which", "where", "while", "should", "would"})
 
 
-def mission_terms(mission: str) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def mission_terms(mission: str) -> tuple[str, ...]:
     """Words of five letters or more from a bank mission (the earlier router's rule), deduplicated."""
     words = re.split(r"[^a-z0-9]+", mission.lower())
-    return list(dict.fromkeys(w for w in words if len(w) >= 5 and w not in _MISSION_STOPWORDS))
+    return tuple(dict.fromkeys(w for w in words if len(w) >= 5 and w not in _MISSION_STOPWORDS))
 
 
-def mission_hits(text_lower: str, terms: list[str]) -> list[str]:
+def mission_hits(text_lower: str, terms: tuple[str, ...]) -> list[str]:
     return [t for t in terms if re.search(rf"\b{re.escape(t)}\b", text_lower)]

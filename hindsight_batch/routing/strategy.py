@@ -47,13 +47,17 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
     if data.context:
         text = f"{text}\n{data.context}"
     found = find_signals(text)
-    lower = text.lower()
     order = ("skip", "global", "project")
     matched: list[str] = [label for (_cat, label) in sorted(found.labels, key=lambda k: order.index(k[0]))]
     notes: list[str] = []
     g, p = found.score("global"), found.score("project")
+    lower: str | None = None
     for category, mission in (("project", data.missions.project), ("global", data.missions.global_)):
-        hits = mission_hits(lower, mission_terms(mission))
+        terms = mission_terms(mission)
+        if not terms:
+            continue
+        lower = text.lower() if lower is None else lower
+        hits = mission_hits(lower, terms)
         if hits:
             matched.append(f"{category} mission:{'/'.join(hits[:3])}")
             if category == "project":

@@ -19,12 +19,17 @@ def _by_id(entries: Sequence[EntryNode]) -> dict[str, EntryNode]:
 def path_to(leaf: EntryNode, by_id: dict[str, EntryNode]) -> list[EntryNode]:
     """Root-to-``leaf`` path. Stops at a missing parent or when an entry would repeat (a cycle)."""
     path: list[EntryNode] = []
-    seen: set[int] = set()
     node: EntryNode | None = leaf
-    while node is not None and node.seq not in seen:
-        seen.add(node.seq)
+    longest = len(by_id)  # a longer walk has repeated an entry: only then is it walked again with a guard
+    while node is not None and len(path) <= longest:
         path.append(node)
         node = by_id.get(node.parent_id) if node.parent_id is not None else None
+    if node is not None:
+        path, seen, node = [], set(), leaf
+        while node is not None and node.seq not in seen:
+            seen.add(node.seq)
+            path.append(node)
+            node = by_id.get(node.parent_id) if node.parent_id is not None else None
     path.reverse()
     return path
 
