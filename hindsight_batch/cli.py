@@ -100,6 +100,8 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Plan this many session files at once, in worker processes. Same output; memory per worker.")
 @common_options
 @handle_errors
 def import_command(
@@ -118,6 +120,7 @@ def import_command(
     wait_timeout: float,
     catch_up: bool,
     max_seconds: float | None,
+    jobs: int,
     config_file: Path | None,
     as_json: bool,
     quiet: bool,
@@ -159,6 +162,7 @@ def import_command(
         wait_timeout=wait_timeout,
         catch_up=catch_up,
         max_seconds=max_seconds,
+        jobs=jobs,
     )
     with Ledger(state_dir or default_state_dir()) as ledger:
         if apply:

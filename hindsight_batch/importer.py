@@ -7,13 +7,19 @@ the manifest and (with ``--apply``) the upload sink together, and keeps the summ
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import hashlib
 import json
+import multiprocessing
+import os
+import signal
+import sys
 import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +68,7 @@ class ImportOptions:
     wait_timeout: float = 600.0
     catch_up: bool = False
     max_seconds: float | None = None
+    jobs: int = 1  # session files planned at once, in worker processes when more than one
 
 
 @dataclass
@@ -75,7 +82,8 @@ class PlannedItem:
 @dataclass
 class SessionPlan:
     path: Path
-    session: SessionFile
+    session: SessionFile  # its entry index is left behind when the plan was made in a worker process
+    entries: int = 0
     rows: list[ManifestRow] = field(default_factory=list)
     items: list[PlannedItem] = field(default_factory=list)
     kept: int = 0
@@ -125,7 +133,7 @@ def plan_session(
         session = read_session(path, RecordMaker(settings, redactor, store, times))
         elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
         times.extra["read"] = times.extra.get("read", 0.0) + elapsed
-        plan = SessionPlan(path, session)
+        plan = SessionPlan(path, session, entries=len(session.entries))
         t1 = time.perf_counter()
         _plan_chunks(plan, header, settings, store, run_id, include_content, handled)
         times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
@@ -402,6 +410,63 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
 
 
+@dataclass(frozen=True)
+class _Job:
+    """A session file that passed every check and is to be planned."""
+
+    path: Path
+    size: int
+    mtime_ns: int
+    header: SessionHeader
+    settings: Settings
+    shape: str  # settings hash the ledger keeps for the source
+    handled: CatchUpVerdict | None
+
+
+@dataclass(frozen=True)
+class _PlanTask:
+    """What a worker process needs to plan one session (sent to it pickled)."""
+
+    path: Path
+    header: SessionHeader
+    settings: Settings
+    fingerprint_key: bytes
+    run_id: str
+    include_content: bool
+    handled: CatchUpVerdict | None
+
+
+WORKER_BACKLOG_BYTES = 512 << 20
+_WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
+
+
+def _worker_started(parent: int) -> None:
+    """A worker must not outlive its import (a cron timeout or a kill ends the parent): on Linux the kernel ends
+    it with its parent. Elsewhere it ends when the parent's queue closes."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent was gone before the request took effect
+        os._exit(1)
+
+
+def _plan_in_worker(task: _PlanTask) -> tuple[SessionPlan | str, StageTimes]:
+    """Plan one session in a worker process. The entry index stays here: the parent needs counts and rows."""
+    hosts = tuple(task.settings.redaction.private_hosts)
+    redactor = _WORKER_REDACTORS.get((task.fingerprint_key, hosts))
+    if redactor is None:
+        redactor = _WORKER_REDACTORS[(task.fingerprint_key, hosts)] = Redactor(task.fingerprint_key, hosts)
+    times = StageTimes()
+    try:
+        plan = plan_session(task.path, task.header, task.settings, redactor, task.run_id, task.include_content,
+                            times, task.handled)
+    except CursorNotOnPath as exc:
+        return str(exc), times
+    plan.session.entries = []
+    gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
+    return plan, times
+
+
 class Importer:
     """Runs an import over many files: one ledger, one manifest, per-session configuration."""
 
@@ -449,10 +514,15 @@ class Importer:
         try:
             with tqdm(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
                       desc="import", leave=False) as bar, _collections_between_files():
-                for path in self.files:
-                    self._one(path, known, applied, manifest)
-                    bar.update(path.stat().st_size)
-                    gc.collect(0)
+                if self.options.jobs > 1:
+                    self._run_in_workers(known, applied, manifest, bar)
+                else:
+                    for path in self.files:
+                        job = self._prepare(path, known, applied, manifest)
+                        if job is not None:
+                            self._finish(job, self._plan_here(job), applied, manifest)
+                        bar.update(path.stat().st_size)
+                        gc.collect(0)
             self._flush_ledger()
             if self.uploader is not None:
                 self.uploader.finish()
@@ -479,37 +549,82 @@ class Importer:
             self.ledger.finish_run(summary.run_id, status, summary.to_dict())
         return summary
 
-    def _one(
+    def _run_in_workers(
+        self,
+        known: dict[str, SourceState],
+        applied: dict[tuple[str, str], tuple[str, str]],
+        manifest: ManifestWriter,
+        bar: tqdm[Any],
+    ) -> None:
+        """``--jobs N``: sessions are planned in N worker processes and finished here, in file order, so the
+        manifest, the ledger and the uploads are the same as with one process.
+
+        While a large session is planned, the other workers go on with the files after it; their plans wait
+        for it, up to ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
+        jobs = self.options.jobs
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")  # fork: no re-import
+        waiting: deque[tuple[_Job, Future[tuple[SessionPlan | str, StageTimes]]]] = deque()
+        backlog = 0
+
+        def finish_first() -> None:
+            nonlocal backlog
+            job, future = waiting.popleft()
+            backlog -= job.size
+            plan, times = future.result()
+            self.times.add(times)
+            self._finish(job, plan, applied, manifest)
+            bar.update(job.size)
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_started,
+                                 initargs=(os.getpid(),)) as pool:
+            for path in self.files:
+                job = self._prepare(path, known, applied, manifest)
+                if job is None:
+                    bar.update(path.stat().st_size)
+                    continue
+                task = _PlanTask(path, job.header, job.settings, self._key, self.summary.run_id,
+                                 self.options.include_content, job.handled)
+                waiting.append((job, pool.submit(_plan_in_worker, task)))
+                backlog += job.size
+                while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0][1].done()):
+                    finish_first()
+            while waiting:
+                finish_first()
+
+    def _prepare(
         self,
         path: Path,
         known: dict[str, SourceState],
         applied: dict[tuple[str, str], tuple[str, str]],
         manifest: ManifestWriter,
-    ) -> None:
+    ) -> _Job | None:
+        """Everything before a session is planned: filters, duplicates, catch-up rules, an unchanged source (its
+        rows are reused here). Returns what is left to plan, or None."""
         summary = self.summary
         summary.files += 1
         stat = path.stat()
         header = peek_header(path)
         if isinstance(header, str):
             summary.not_sessions.append({"file": str(path), "reason": header})
-            return
+            return None
         if not self._wanted(header, stat.st_mtime):
             summary.filtered_out += 1
-            return
+            return None
         owner = self._owner(header.id, str(path))
         if owner != str(path):
             # Two files with one session id (a copied file) would fight over the same document ids.
             summary.duplicates.append({"file": str(path), "same_session_as": owner})
-            return
+            return None
         handled: CatchUpVerdict | None = None
         if self.options.catch_up:
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 summary.stopped_early = True
-                return
+                return None
             handled = verdict(header.cwd, path)
             if not handled.retain:
                 summary.catch_up_skipped.append({"file": str(path), "reason": handled.reason or ""})
-                return
+                return None
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
         summary.user_retain_modes.add(settings.user_retain.mode)
@@ -530,12 +645,28 @@ class Importer:
             if not (self.options.apply and any(d["status"] == "planned" for d in rows)):
                 self._reuse(rows, manifest)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
-                return
+                return None
+        return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled)
+
+    def _plan_here(self, job: _Job) -> SessionPlan | str:
         try:
-            plan = plan_session(path, header, settings, self._redactor(settings), summary.run_id,
-                                self.options.include_content, self.times, handled)
+            return plan_session(job.path, job.header, job.settings, self._redactor(job.settings),
+                                self.summary.run_id, self.options.include_content, self.times, job.handled)
         except CursorNotOnPath as exc:
-            summary.catch_up_skipped.append({"file": str(path), "reason": str(exc)})
+            return str(exc)
+
+    def _finish(
+        self,
+        job: _Job,
+        plan: SessionPlan | str,
+        applied: dict[tuple[str, str], tuple[str, str]],
+        manifest: ManifestWriter,
+    ) -> None:
+        """A planned session into the summary, the manifest, the ledger's pending rows and the upload sink.
+        ``plan`` is a string when catch-up skipped the session while planning it (why)."""
+        summary = self.summary
+        if isinstance(plan, str):
+            summary.catch_up_skipped.append({"file": str(job.path), "reason": plan})
             return
         t0 = time.perf_counter()
         self._account(plan)
@@ -550,7 +681,9 @@ class Importer:
         if self.uploader is not None:
             self._send(plan, applied)
         self._pending_rows += rows_json
-        self._pending_sources.append((key, stat.st_size, stat.st_mtime_ns, header.id, shape, summary.run_id))
+        self._pending_sources.append(
+            (str(job.path), job.size, job.mtime_ns, job.header.id, job.shape, summary.run_id)
+        )
         if len(self._pending_sources) >= 200 or len(self._pending_rows) >= 2000:
             self._flush_ledger()
         self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
@@ -637,7 +770,7 @@ class Importer:
         summary = self.summary
         session = plan.session
         summary.bytes_read += session.size
-        summary.entries += len(session.entries)
+        summary.entries += plan.entries
         summary.malformed_total += len(session.malformed)
         for problem in session.malformed:
             if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:

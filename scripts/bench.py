@@ -5,7 +5,10 @@ Targets (one process, this 2-core machine): >= 60 MB/s end to end and >= 0.25x t
 <= 250 MB on the 300 MB corpus (and on a 1 GB single file, with --single-file); a catch-up re-run over the
 unchanged corpus in <= 2 s.
 
-    .venv/bin/python scripts/bench.py [--corpus DIR] [--total-mb 300] [--single-file] [--json-out bench.json]
+    .venv/bin/python scripts/bench.py [--corpus DIR] [--total-mb 300] [--single-file] [--jobs N] [--json-out F]
+
+--jobs N (default: the number of CPUs) also measures ``import --jobs N``, reported on its own lines: the targets
+are for one process. Its RSS is the sum over the parent and its workers, sampled every 20 ms.
 
 Without --corpus, scripts/gen_corpus.py writes one to a temporary folder first.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -65,11 +69,42 @@ def measure_import(corpus: Path, state: Path, extra: list[str] | None = None) ->
     return result
 
 
+def _tree_rss_mb(root: int) -> float:
+    """Resident memory of a process and its children (the import's worker processes), in MB."""
+    total = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        pid, ppid = int(status.parent.name), int(fields.get("PPid", "0").strip() or 0)
+        if root in (pid, ppid):
+            total += int(fields.get("VmRSS", "0 kB").split()[0])
+    return total / 1024
+
+
+def measure_jobs(corpus: Path, state: Path, jobs: int) -> dict[str, object]:
+    args = [sys.executable, "-m", "hindsight_batch", "import", str(corpus), "--state", str(state), "--json", "-q",
+            "--jobs", str(jobs)]
+    started = time.perf_counter()
+    with subprocess.Popen(args, stdout=subprocess.PIPE, text=True) as process:
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, _tree_rss_mb(process.pid))
+            time.sleep(0.02)
+        output = process.stdout.read() if process.stdout else ""
+    if process.returncode:
+        raise SystemExit(f"import --jobs {jobs} failed with exit code {process.returncode}")
+    return {"summary": json.loads(output), "peak_rss_mb_all_processes": peak,
+            "wall_seconds": time.perf_counter() - started}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path)
     parser.add_argument("--total-mb", type=int, default=300)
     parser.add_argument("--single-file", action="store_true", help="also measure a 1 GB single session file")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="also measure import --jobs N")
     parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
@@ -104,6 +139,14 @@ def main() -> None:
     for stage, value in stages.items():
         rows.append((f"  stage {stage}", f"{value:.2f} s"))
     result: dict[str, object] = {"bare": bare, "import": first, "rerun": again}
+    if args.jobs > 1:
+        parallel = measure_jobs(corpus, work / "state-jobs", args.jobs)
+        jobs_summary = parallel["summary"]
+        assert isinstance(jobs_summary, dict)
+        jobs_rate = float(jobs_summary["bytes_read"]) / 1e6 / float(jobs_summary["seconds"])
+        rows.append((f"--jobs {args.jobs} (not a target)", f"{jobs_rate:.1f} MB/s, peak RSS of all processes "
+                     f"{float(parallel['peak_rss_mb_all_processes']):.0f} MB"))  # type: ignore[arg-type]
+        result["jobs"] = parallel
     if args.single_file:
         single = work / "single"
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(single), "--total-mb", "1000",

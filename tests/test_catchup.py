@@ -98,10 +98,11 @@ def test_an_unreadable_cursor_skips_the_session_with_a_warning(runner: CliRunner
     assert rows == [] and "retain cursor" in summary["catch_up_skipped"][0]["reason"]
 
 
-def test_a_cursor_off_the_active_path_fails_closed(runner: CliRunner, tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_cursor_off_the_active_path_fails_closed(runner: CliRunner, tmp_path: Path, jobs: str) -> None:
     _, path, project = session(tmp_path)
     write_cursor(project, path, {"messageIds": ["not-here"]})
-    summary, rows = run(runner, tmp_path, "--catch-up")
+    summary, rows = run(runner, tmp_path, "--catch-up", "--jobs", jobs)  # found while planning, in a worker too
     assert rows == [] and "not on the active path" in summary["catch_up_skipped"][0]["reason"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,27 @@ def test_second_run_gives_identical_ids_and_hashes_and_reuses_unchanged_files(
     # With content requested the files are read again, and the ids and hashes are still the same.
     third, s3 = run_import(runner, tmp_path, str(SAMPLES), "--include-content", name="c.jsonl")
     assert sorted(map(key, third), key=str) == sorted(map(key, first), key=str) and s3["unchanged_files"] == 0
+
+
+def test_jobs_plan_sessions_in_worker_processes_with_the_same_result(runner: CliRunner, tmp_path: Path) -> None:
+    """``--jobs 3``: the same manifest rows in the same order and the same summary as one process, with the
+    cases the parent decides (a copied session, a file that is not a session) mixed in."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES, corpus)
+    shutil.copy(MAIN_SAMPLE, corpus / "--home-dev-acme-api--" / "zz-copy.jsonl")
+    (corpus / "notes.jsonl").write_text('{"not": "a session"}\n')
+    state = str(tmp_path / "state")
+    one, s1 = run_import(runner, tmp_path, str(corpus), str(REAL_SAMPLES), "--include-content", "--state", state,
+                         name="one.jsonl")
+    many, s3 = run_import(runner, tmp_path, str(corpus), str(REAL_SAMPLES), "--include-content", "--state", state,
+                          "--jobs", "3", name="many.jsonl")
+    assert len(one) > 20 and s3["unchanged_files"] == 0  # every session was planned again, in the workers
+    for row in one + many:
+        row.pop("run_id")
+    assert many == one
+    varying = ("run_id", "seconds", "mb_per_second", "stage_seconds", "manifest")
+    assert {k: v for k, v in s3.items() if k not in varying} == {k: v for k, v in s1.items() if k not in varying}
+    assert s3["duplicate_sessions"] and s3["not_sessions"] and s3["malformed_lines"]
 
 
 def test_a_changed_file_is_read_again(runner: CliRunner, tmp_path: Path) -> None:

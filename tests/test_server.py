@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -78,19 +79,37 @@ def _signature(client: HindsightClient, bank: str) -> dict[str, tuple[str, tuple
     }
 
 
-def _run_cli(tmp_path: Path, server: Server, bank: str, state: Path, config: Path) -> subprocess.Popen[bytes]:
+def _run_cli(
+    tmp_path: Path, server: Server, bank: str, state: Path, config: Path, *args: str
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "HINDSIGHT_BASE_URL": server.url, "HINDSIGHT_BANK_ID": bank, "HOME": str(tmp_path / "home")}
     return subprocess.Popen(
         [sys.executable, "-m", "hindsight_batch", "import", str(SAMPLES), str(REAL_SAMPLES), "--apply", "--wait",
-         "--state", str(state), "--config", str(config), "-q"],
+         "--state", str(state), "--config", str(config), "-q", *args],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
+
+
+def _processes_using(state: Path, within: float) -> list[int]:
+    """Processes whose command line names ``state`` (forked workers keep their parent's), after up to
+    ``within`` seconds for them to end."""
+    deadline = time.monotonic() + within
+    while True:
+        found = []
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if proc.name.isdigit() and str(state).encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
 
 
 def test_a_run_killed_at_any_point_and_resumed_ends_like_a_clean_run(
     tmp_path: Path, hindsight_server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """S5: SIGKILL at several points (before, early in and late in the upload), then resume."""
+    """S5: SIGKILL at several points (before, early in and late in the upload), then resume. The killed runs plan
+    in worker processes (``--jobs 2``), which must not outlive them."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"upload": {"batchItems": 1, "inFlight": 1}}))
     clean_bank, killed_bank = f"clean-{uuid.uuid4().hex[:8]}", f"killed-{uuid.uuid4().hex[:8]}"
@@ -101,7 +120,7 @@ def test_a_run_killed_at_any_point_and_resumed_ends_like_a_clean_run(
         expected = _signature(client, clean_bank)
         assert len(expected) >= 20
         for threshold in (0, 3, 10, len(expected) - 4):
-            process = _run_cli(tmp_path, hindsight_server, killed_bank, state, config)
+            process = _run_cli(tmp_path, hindsight_server, killed_bank, state, config, "--jobs", "2")
             deadline = time.monotonic() + 300
             while process.poll() is None and time.monotonic() < deadline:
                 if threshold == 0 or len(server_documents(client, killed_bank)) >= threshold:
@@ -112,6 +131,7 @@ def test_a_run_killed_at_any_point_and_resumed_ends_like_a_clean_run(
             if code == -signal.SIGKILL:
                 interrupted += 1
         assert interrupted >= 3, "the kills must land while the run is working"
+        assert _processes_using(state, within=10.0) == [], "a worker outlived its killed import"
         assert _run_cli(tmp_path, hindsight_server, killed_bank, state, config).wait(600) == 0
         assert _signature(client, killed_bank) == expected
     with Ledger(state) as ledger:

@@ -86,6 +86,12 @@ class StageTimes:
     redact: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
 
+    def add(self, other: StageTimes) -> None:
+        self.project += other.project
+        self.redact += other.redact
+        for stage, seconds in other.extra.items():
+            self.extra[stage] = self.extra.get(stage, 0.0) + seconds
+
 
 BATCH_BYTES = 256 << 10
 
