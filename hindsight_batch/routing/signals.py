@@ -197,13 +197,6 @@ _OUTPUT_LINE = re.compile(
 )
 
 
-# Every word a chunk's signals look up in its set of words.
-_VOCABULARY = frozenset(
-    {*_WORD_PHRASES, *_PAIR_FIRSTS, *(w for seconds in _PAIR_SECONDS.values() for w in seconds)}
-    | {w for signal in _PATTERNS for phrase, _anchor in signal.starts if phrase != _VERSION for w in phrase}
-)
-
-
 @dataclass
 class SignalMatches:
     labels: Counter[tuple[str, str]] = field(default_factory=Counter)  # (category, label) -> matches
@@ -270,14 +263,11 @@ def find_signals(text: str) -> SignalMatches:
     if "'s" in spaced:  # possessives count as their word ("repo's" is "repo")
         spaced = _POSSESSIVE.sub(_possessive, spaced)
     words = spaced.split()
-    # Only the words some signal looks up matter: one pass keeps those (a count, or even a set, of every word
-    # costs more than all the rest of the routing).
-    relevant = list(filter(_VOCABULARY.__contains__, words))
-    present = set(relevant)
+    present = Counter(words)  # one count of every word costs less than picking out the few that matter first
     found: Counter[_Key] = Counter()
-    for word, n in Counter(filter(_WORD_PHRASES.__contains__, relevant)).items():
+    for word in present.keys() & _WORD_PHRASES.keys():
         for key in _WORD_PHRASES[word]:  # a phrase of one word counts each occurrence
-            found[key] += n
+            found[key] += present[word]
     joined = " " + " ".join(words) + " "
     versions = _VERSION_WORD.search(joined) is not None
 
@@ -288,7 +278,7 @@ def find_signals(text: str) -> SignalMatches:
 
     # A longer phrase counts once. Its first two words must both occur before they are looked for side by side;
     # a phrase of three words or more is then tried only where its first two words stand before its third.
-    for first in present & _PAIR_FIRSTS:
+    for first in present.keys() & _PAIR_FIRSTS:
         for second in _PAIR_SECONDS[first]:
             if second not in present:
                 continue
