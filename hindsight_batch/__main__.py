@@ -1,3 +1,4 @@
 from hindsight_batch.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned worker process (import --jobs) imports the main module
+    main()

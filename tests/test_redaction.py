@@ -96,6 +96,18 @@ def test_hints_for_a_batch_are_the_hints_of_each_text() -> None:
     assert all(batch[i] for i in range(len(CASES)))
 
 
+@pytest.mark.parametrize("extra", ["", "\u212a", "İ"])
+def test_hints_searched_in_utf8_bytes_are_the_hints_of_the_lowercased_text(extra: str) -> None:
+    """Records are searched for literals as UTF-8 bytes, lowercasing ASCII only. The Kelvin sign lowercases to
+    "k" ("to\u212aen=" holds a literal for str.lower and for the rules), so it must not be missed."""
+    redactor = Redactor(b"key")
+    texts = [t for _rule, t, _secret in CASES] + ["Plain prose — café ✓ 🎉", "TO\u212aEN=abc", "APİ-KEY: x", extra]
+    records = [json.dumps({"text": t}, ensure_ascii=False).encode() for t in texts]
+    expected = redactor.hints_each([r.decode().lower() for r in records])
+    assert redactor.hints_each_utf8(records) == expected
+    assert "token" in expected[len(CASES) + 1]  # the Kelvin sign's record
+
+
 @pytest.mark.parametrize("key", ["password", "passwd", "pwd", "secret", "token", "api_key", "api-key", "apikey",
                                  "accesskey", "access_key", "private-key", "credentials", "cookie", "authorization"])
 def test_every_secret_sounding_key_name_gives_a_hint(key: str) -> None:

@@ -15,9 +15,9 @@ import itertools
 import re
 import secrets
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AnyStr
 
 from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME, Rule, looks_secret, private_url_rule
 from hindsight_batch.textscan import anchored_matches, lower
@@ -65,11 +65,17 @@ def _gates(literals: set[str]) -> dict[str, tuple[str, ...]]:
     return {gate: tuple(sorted(lits)) for gate, lits in sorted(gates.items())}
 
 
+# The one non-ASCII character whose lowercase holds a letter of a literal (str.lower("\u212a") == "k"); "İ" also
+# lowercases to an ASCII letter, but always followed by a combining dot, which no literal holds.
+_KELVIN_SIGN = "\u212a".encode()
+
+
 class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
         self._gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
+        self._byte_gates = {gate.encode(): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()}
 
     def hints(self, lowered: str) -> frozenset[str]:
         """The rule literals (and the PEM marker) that occur in ``lowered`` text: empty means nothing to redact.
@@ -82,23 +88,29 @@ class Redactor:
         """:meth:`hints` for many lowercased texts at once: one search per gate over all of them, which costs
         far less than searching each short text for every gate."""
         joined = "\n".join(texts)  # no gate holds a newline, so no match spans two texts
-        ends = list(itertools.accumulate(len(text) + 1 for text in texts))
-        gates: list[set[str] | None] = [None] * len(texts)
-        for gate in self._gates:
-            pos = joined.find(gate)
-            while pos != -1:
-                index = bisect.bisect_right(ends, pos)
-                found = gates[index]
-                if found is None:
-                    found = gates[index] = set()
-                found.add(gate)
-                pos = joined.find(gate, ends[index])  # one hit per text is enough
-        empty: frozenset[str] = frozenset()
+        found = _gates_found(joined, [len(text) for text in texts], self._gates)
         return [
-            empty if found is None
-            else frozenset(lit for gate in found for lit in self._gates[gate] if lit in texts[index])
-            for index, found in enumerate(gates)
+            frozenset(lit for gate in gates for lit in self._gates[gate] if lit in texts[index]) if gates else _NONE
+            for index, gates in enumerate(found)
         ]
+
+    def hints_each_utf8(self, records: list[bytes]) -> list[frozenset[str]]:
+        """:meth:`hints_each` for UTF-8 texts (serialized records), searched as bytes: no decoding, and one byte
+        per character however much non-ASCII text a batch holds. Every literal is ASCII, so lowercasing the ASCII
+        letters is enough, except for the Kelvin sign; a batch that holds one is searched as text."""
+        joined = b"\n".join(records).lower()  # a serialized record holds no raw newline, so no match spans two
+        if _KELVIN_SIGN in joined:
+            return self.hints_each([record.decode("utf-8", "replace").lower() for record in records])
+        found = _gates_found(joined, [len(record) for record in records], self._byte_gates)
+        result = []
+        start = 0
+        for record, gates in zip(records, found, strict=True):
+            end = start + len(record)
+            result.append(frozenset(
+                lit.decode() for gate in gates for lit in self._byte_gates[gate] if joined.find(lit, start, end) != -1
+            ) if gates else _NONE)
+            start = end + 1
+        return result
 
     def fingerprint(self, rule_id: str, value: str) -> str:
         digest = hmac.new(self._key, value.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
@@ -199,6 +211,22 @@ class Redactor:
         if isinstance(value, list):
             return [self.redact_value(item, findings, hints) for item in value]
         return value
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[AnyStr]) -> list[set[AnyStr]]:
+    """Which gates occur in each of the texts joined (by one separator) in ``joined``: one search per gate."""
+    ends = list(itertools.accumulate(length + 1 for length in lengths))
+    found: list[set[AnyStr]] = [set() for _ in lengths]
+    for gate in gates:
+        pos = joined.find(gate)
+        while pos != -1:
+            index = bisect.bisect_right(ends, pos)
+            found[index].add(gate)
+            pos = joined.find(gate, ends[index])  # one hit per text is enough
+    return found
 
 
 @functools.lru_cache(maxsize=4096)

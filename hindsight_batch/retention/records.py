@@ -138,8 +138,8 @@ class RecordMaker:
         if not self._pending:
             return
         t0 = time.perf_counter()
-        texts = [data.decode("utf-8", "replace").lower() for _outcome, _record, data in self._pending]
-        for (outcome, record, data), hints in zip(self._pending, self._redactor.hints_each(texts), strict=True):
+        hints_each = self._redactor.hints_each_utf8([data for _outcome, _record, data in self._pending])
+        for (outcome, record, data), hints in zip(self._pending, hints_each, strict=True):
             findings = None
             if hints:
                 findings = Findings()
