@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hindsight_batch.chunking import chunk_nodes
 from hindsight_batch.config import Settings
-from hindsight_batch.importer import plan_session
+from hindsight_batch.planning import plan_session
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import EntryOutcome, StageTimes
 from hindsight_batch.session.model import EntryNode

@@ -1,0 +1,274 @@
+"""Planning one session file: read it, keep what retention allows, chunk it, route each chunk, and describe the
+retain items and manifest rows that would follow (:func:`plan_session`). Pure: no ledger, no network, no output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch import jsoncodec
+from hindsight_batch.catchup import CatchUpVerdict
+from hindsight_batch.chunking import Chunk, chunk_nodes, joined_size
+from hindsight_batch.config import Settings
+from hindsight_batch.items import (
+    RetainItem,
+    SessionScope,
+    base_tags,
+    content_sha256,
+    document_id,
+    item_metadata,
+    observation_scopes,
+    project_bank_id,
+    session_context,
+    session_scope,
+    valid_timestamp,
+)
+from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.routing import route_content, strategy_for
+from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.reader import read_session
+from hindsight_batch.session.tree import branch_segments, context_view
+from hindsight_batch.sinks.manifest import ManifestRow
+
+
+@dataclass
+class PlannedItem:
+    item: RetainItem
+    bank_id: str
+    bank_role: str
+    item_hash: str
+
+
+@dataclass
+class SessionPlan:
+    path: Path
+    session: SessionFile  # its entry index is left behind when the plan was made in a worker process
+    entries: int = 0
+    rows: list[ManifestRow] = field(default_factory=list)
+    items: list[PlannedItem] = field(default_factory=list)
+    kept: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    removed: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+
+
+def item_sha256(bank_id: str, item: RetainItem) -> str:
+    """What the server would be sent for this item, hashed: keys sorted, so equal items hash equal."""
+    return hashlib.sha256(jsoncodec.dumps({"bank": bank_id, "item": item.payload()}, sort_keys=True)).hexdigest()
+
+
+def _segment_nodes(session: SessionFile, settings: Settings) -> Iterator[tuple[str, EntryNode, list[EntryNode]]]:
+    all_branches = settings.import_.branches == "all"
+    for segment in branch_segments(session.entries, all_branches):
+        nodes = segment.entries
+        if settings.import_.compaction == "context" and segment.key == "main":
+            view = context_view(nodes)
+            nodes = ([view.compaction] if view.compaction else []) + view.entries
+        yield segment.key, segment.leaf, nodes
+
+
+def plan_session(
+    path: Path,
+    header: SessionHeader,
+    settings: Settings,
+    redactor: Redactor,
+    run_id: str,
+    include_content: bool,
+    times: StageTimes,
+    handled: CatchUpVerdict | None = None,
+) -> SessionPlan:
+    """Plan one session. With ``handled`` (catch-up), messages the live extension already handled are left out
+    of every window's content; the windows themselves keep their places, so document ids stay the same."""
+    store = RecordStore()
+    try:
+        t0 = time.perf_counter()
+        inner = times.project + times.redact
+        session = read_session(path, RecordMaker(settings, redactor, store, times))
+        elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
+        times.extra["read"] = times.extra.get("read", 0.0) + elapsed
+        plan = SessionPlan(path, session, entries=len(session.entries))
+        t1 = time.perf_counter()
+        _plan_chunks(plan, header, settings, store, run_id, include_content, handled)
+        times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
+        return plan
+    finally:
+        store.close()
+
+
+def _plan_chunks(
+    plan: SessionPlan,
+    header: SessionHeader,
+    settings: Settings,
+    store: RecordStore,
+    run_id: str,
+    include_content: bool,
+    handled: CatchUpVerdict | None = None,
+) -> None:
+    scope = session_scope(header, str(plan.path), settings)
+    tags = base_tags(scope, settings)
+    scopes = observation_scopes(scope, settings)
+    bank_ids = {"project": project_bank_id(scope, settings), "global": settings.banks.user.bank_id or ""}
+    strategy = strategy_for(settings)
+    counted: set[int] = set()
+    for segment, leaf, nodes in _segment_nodes(plan.session, settings):
+        chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
+        per_chunk_dropped = _dropped_by_chunk(nodes, chunks)
+        if handled is not None:
+            done = _handled_seqs(nodes, handled) if segment == "main" else set()
+            for chunk in chunks:
+                left_out = [n for n in chunk.nodes if n.seq in done]
+                if left_out:
+                    per_chunk_dropped.setdefault(chunk.window, Counter())["handled-live"] += len(left_out)
+                    plan.dropped["handled-live"] += len(left_out)
+                    chunk.nodes = [n for n in chunk.nodes if n.seq not in done]
+                    chunk.size = joined_size(chunk.nodes)
+            chunks = [c for c in chunks if c.nodes]
+        for node in nodes:
+            outcome = node.payload
+            if isinstance(outcome, EntryOutcome) and node.seq not in counted:
+                counted.add(node.seq)
+                for reason, count in outcome.removed.items():  # (Counter.update costs more per call)
+                    plan.removed[reason] += count
+                if outcome.handle is not None:
+                    plan.kept += 1
+                elif outcome.dropped:
+                    plan.dropped[outcome.dropped] += 1
+        for chunk in chunks:
+            _plan_chunk(plan, scope, tags, scopes, bank_ids, settings, store, strategy, run_id, include_content,
+                        segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
+
+
+class CursorNotOnPath(Exception):
+    """The live extension's cursor names a message that is not on the session's active path."""
+
+
+def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> set[int]:
+    """The entries at or before the live extension's retain cursor on the active path."""
+    if handled.handled_id is None and handled.handled_index is None:
+        return set()
+    if handled.handled_id is not None:
+        positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]
+    else:
+        messages = [i for i, node in enumerate(path) if node.type in ("message", "custom_message")]
+        index = handled.handled_index or 0
+        positions = [messages[index]] if 0 <= index < len(messages) else []
+    if not positions:
+        raise CursorNotOnPath("the retain cursor names a message that is not on the active path")
+    return {node.seq for node in path[: positions[-1] + 1]}
+
+
+def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, Counter[str]]:
+    """Dropped messages are counted in the chunk of the nearest kept record before them (or the first chunk)."""
+    window_of = {node.seq: chunk.window for chunk in chunks for node in chunk.nodes}
+    result: dict[int, Counter[str]] = {}
+    current = 0
+    for node in nodes:
+        if node.seq in window_of:
+            current = window_of[node.seq]
+        elif isinstance(node.payload, EntryOutcome) and node.payload.dropped and chunks:
+            counts = result.get(current)
+            if counts is None:
+                counts = result[current] = Counter()
+            counts[node.payload.dropped] += 1
+    return result
+
+
+def _plan_chunk(
+    plan: SessionPlan,
+    scope: SessionScope,
+    tags: list[str],
+    scopes: list[list[str]] | None,
+    bank_ids: dict[str, str],
+    settings: Settings,
+    store: RecordStore,
+    strategy: Any,
+    run_id: str,
+    include_content: bool,
+    segment: str,
+    leaf: EntryNode,
+    chunk: Chunk,
+    dropped: Counter[str],
+) -> None:
+    findings = Findings()
+    removed: Counter[str] = Counter()
+    handles: list[int] = []
+    for node in chunk.nodes:
+        outcome = node.payload
+        assert isinstance(outcome, EntryOutcome) and outcome.handle is not None
+        handles.append(outcome.handle)
+        for reason, count in outcome.removed.items():
+            removed[reason] += count
+        if outcome.findings:
+            findings.add(outcome.findings)
+    joined = store.join(handles)
+    content = joined.decode("utf-8")
+    plan.redactions.update(findings.counts)
+    digest = content_sha256(content)
+    context = session_context(scope)
+    decision = route_content(
+        settings,
+        content,
+        context=context,
+        cwd=scope.cwd,
+        project_bank_id=bank_ids["project"],
+        session_file=scope.session_file,
+        base_tags=tags,
+        redactions=findings.counts,
+        strategy=strategy,
+    )
+    first = plan.session.entries[chunk.nodes[0].seq]
+    timestamp = valid_timestamp(first.timestamp) or valid_timestamp(scope.started)
+    common: dict[str, Any] = {
+        "run_id": run_id,
+        "source_file": str(plan.path),
+        "session_id": scope.session_id,
+        "leaf": leaf.id,
+        "segment": segment,
+        "chunk_index": chunk.window,
+        "first_entry_id": chunk.first_entry_id,
+        "last_entry_id": chunk.last_entry_id,
+        "turns": chunk.turns,
+        "decision": decision,
+        "observation_scopes": scopes,
+        "content_sha256": digest,
+        "bytes": len(joined),
+        "messages_kept": len(chunk.nodes),
+        "messages_dropped": dict(dropped),
+        "blocks_removed": dict(removed),
+        "redactions": dict(findings.counts),
+        "fingerprints": sorted(findings.fingerprints),
+        "content": content if include_content else None,
+    }
+    writing = [t for t in decision.targets if t.will_write]
+    if not writing:
+        status = "skipped" if decision.route == "skip" else "not-written"
+        plan.rows.append(ManifestRow(**common, document_id=None, bank_role=None, bank_id=None, tags=tags,
+                                     item_sha256=None, status=status))
+        return
+    ids = {t.bank_role: document_id(scope.session_id, t.bank_role, segment, chunk.window) for t in writing}
+    for target in writing:
+        others = [doc for role, doc in ids.items() if role != target.bank_role]
+        item = RetainItem(
+            content=content,
+            context=context,
+            timestamp=timestamp,
+            document_id=ids[target.bank_role],
+            tags=target.tags,
+            observation_scopes=scopes,
+            metadata=item_metadata(
+                scope, bank_role=target.bank_role, segment=segment, window=chunk.window,
+                first_entry=chunk.first_entry_id, last_entry=chunk.last_entry_id, content_hash=digest,
+                settings=settings, route=decision.route, other_document_id=others[0] if others else None,
+            ),
+        )
+        hashed = item_sha256(target.bank_id, item)
+        plan.items.append(PlannedItem(item, target.bank_id, target.bank_role, hashed))
+        plan.rows.append(ManifestRow(**common, document_id=item.document_id, bank_role=target.bank_role,
+                                     bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))
