@@ -1,7 +1,7 @@
 """The import pipeline: session files in, planned retain items and manifest rows out.
 
 ``Importer`` wires sources, the ledger, the manifest and (with ``--apply``) the upload sink together, and keeps
-the summary; each session is planned by :func:`hindsight_batch.planning.plan_session`, here or (``--jobs``) in a
+the summary; each session is planned by :func:`hindsight_batch.planning.plan_or_skip`, here or (``--jobs``) in a
 worker process (:mod:`hindsight_batch.workers`).
 """
 
@@ -26,9 +26,10 @@ from tqdm import tqdm
 from hindsight_batch import __version__
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
-from hindsight_batch.planning import CursorNotOnPath, SessionPlan, plan_session
+from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import StageTimes
+from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.session.model import SessionHeader
 from hindsight_batch.session.reader import peek_header
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger, SourceState
@@ -351,11 +352,8 @@ class Importer:
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled)
 
     def _plan_here(self, job: _Job) -> SessionPlan | str:
-        try:
-            return plan_session(job.path, job.header, job.settings, self._redactor(job.settings),
-                                self.summary.run_id, self.options.include_content, self.times, job.handled)
-        except CursorNotOnPath as exc:
-            return str(exc)
+        return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
+                            self.options.include_content, self.times, job.handled)
 
     def _finish(
         self,
@@ -464,7 +462,7 @@ class Importer:
                 summary.chunks += 1
                 summary.routes[row["decision"]["route"]] += 1
                 if row["status"] == "skipped":
-                    summary.skip_reasons[row["decision"]["reason"].split(" mode: ", 1)[-1]] += 1
+                    summary.skip_reasons[reason_without_mode(row["decision"]["reason"])] += 1
             if row.get("bank_role"):
                 summary.items[row["bank_role"]] += 1
 

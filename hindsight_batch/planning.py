@@ -145,6 +145,23 @@ def _plan_chunks(
                         segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
 
 
+def plan_or_skip(
+    path: Path,
+    header: SessionHeader,
+    settings: Settings,
+    redactor: Redactor,
+    run_id: str,
+    include_content: bool,
+    times: StageTimes,
+    handled: CatchUpVerdict | None = None,
+) -> SessionPlan | str:
+    """:func:`plan_session`, or why catch-up skips the session (its retain cursor is off the active path)."""
+    try:
+        return plan_session(path, header, settings, redactor, run_id, include_content, times, handled)
+    except CursorNotOnPath as exc:
+        return str(exc)
+
+
 class CursorNotOnPath(Exception):
     """The live extension's cursor names a message that is not on the session's active path."""
 

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.sinks.ledger import Ledger
 
 
@@ -29,7 +30,7 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
             routes[row["decision"]["route"]] += 1
             redactions.update(row.get("redactions") or {})
             if row["status"] == "skipped":
-                skips[row["decision"]["reason"].split(" mode: ", 1)[-1]] += 1
+                skips[reason_without_mode(row["decision"]["reason"])] += 1
         if row.get("bank_id"):
             banks[row["bank_id"]] += 1
     documents = dict(db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())

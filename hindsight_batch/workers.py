@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
-from hindsight_batch.planning import CursorNotOnPath, SessionPlan, plan_session
+from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import StageTimes
 from hindsight_batch.session.model import SessionHeader
@@ -65,11 +65,10 @@ def plan_in_worker(task: PlanTask) -> tuple[SessionPlan | str, StageTimes]:
     if redactor is None:
         redactor = _WORKER_REDACTORS[(task.fingerprint_key, hosts)] = Redactor(task.fingerprint_key, hosts)
     times = StageTimes()
-    try:
-        plan = plan_session(task.path, task.header, task.settings, redactor, task.run_id, task.include_content,
-                            times, task.handled)
-    except CursorNotOnPath as exc:
-        return str(exc), times
+    plan = plan_or_skip(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
+                        task.handled)
+    if isinstance(plan, str):
+        return plan, times
     plan.session.entries = []
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
     return plan, times

@@ -34,7 +34,7 @@ from hindsight_batch.queue.store import (
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention import memory_filter as mf
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
-from hindsight_batch.sinks.upload import TERMINAL
+from hindsight_batch.sinks.upload import TERMINAL, operation_id
 
 FLUSH_NAMESPACE = uuid.UUID("8b0f2d1e-39a4-4c51-9e27-5a6f0c3d2b18")
 
@@ -74,7 +74,7 @@ def unsafe_reason(job: Job, redactor: Redactor) -> str | None:
 
 
 def _operation_id(bank: str, jobs: list[Job]) -> str:
-    return str(uuid.uuid5(FLUSH_NAMESPACE, bank + "\n" + "\n".join(sorted(j.key for j in jobs))))
+    return operation_id(bank, [j.key for j in jobs], FLUSH_NAMESPACE)
 
 
 class QueueFlusher:

@@ -173,7 +173,7 @@ def _decide(
     if route == "skip":
         notes.append("skip candidate: transient or unsafe content is not retained")
     signals = [c for c in ("skip", "global", "project") if found.score(c) > 0]
-    reason = f"{mode} mode: {reason}"
+    reason = f"{mode} mode: {reason}"  # reason_without_mode() takes the prefix off again
     return MemoryRouteDecision(
         route=route,
         confidence=confidence,
@@ -188,6 +188,11 @@ def _decide(
         global_mission=data.missions.global_,
         strategy=strategy.name,
     )
+
+
+def reason_without_mode(reason: str) -> str:
+    """A decision's reason without its ``<mode> mode: `` prefix (summaries group skips by it)."""
+    return reason.split(" mode: ", 1)[-1]
 
 
 STRATEGIES: dict[str, Callable[[], ProjectGlobalDefault]] = {

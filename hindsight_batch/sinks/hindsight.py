@@ -51,6 +51,10 @@ class RetainAccepted:
     operation_id: str | None
 
 
+def _bank(bank_id: str) -> str:
+    return f"/v1/default/banks/{quote(bank_id, safe='')}"
+
+
 def _detail(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -143,14 +147,14 @@ class HindsightClient:
 
     def retain(self, bank_id: str, items: list[dict[str, Any]], operation_id: str) -> RetainAccepted:
         body = {"items": items, "async": True, "operation_id": operation_id}
-        response = self.request("POST", f"/v1/default/banks/{quote(bank_id, safe='')}/memories", json=body)
+        response = self.request("POST", f"{_bank(bank_id)}/memories", json=body)
         if response.status_code == 404:
             raise RequestRejected(404, _detail(response))
         data = response.json()
         return RetainAccepted(data.get("operation_id"))
 
     def operation(self, bank_id: str, operation_id: str) -> dict[str, Any]:
-        response = self.request("GET", f"/v1/default/banks/{quote(bank_id, safe='')}/operations/{operation_id}")
+        response = self.request("GET", f"{_bank(bank_id)}/operations/{operation_id}")
         if response.status_code == 404:
             return {"status": "not_found"}
         result: dict[str, Any] = response.json()
@@ -161,7 +165,7 @@ class HindsightClient:
         offset = 0
         while True:
             response = self.request(
-                "GET", f"/v1/default/banks/{quote(bank_id, safe='')}/documents",
+                "GET", f"{_bank(bank_id)}/documents",
                 params={"limit": page_size, "offset": offset},
             )
             if response.status_code == 404:
@@ -175,7 +179,7 @@ class HindsightClient:
 
     def delete_document(self, bank_id: str, document_id: str) -> bool:
         response = self.request(
-            "DELETE", f"/v1/default/banks/{quote(bank_id, safe='')}/documents/{quote(document_id, safe='')}"
+            "DELETE", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}"
         )
         return response.status_code != 404
 

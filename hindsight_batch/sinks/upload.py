@@ -24,8 +24,9 @@ OPERATION_NAMESPACE = uuid.UUID("5d9c7f3e-6a51-4c0e-9f0b-8c1d2e3f4a5b")
 TERMINAL = {"completed", "failed", "cancelled", "not_found"}
 
 
-def operation_id(bank_id: str, item_hashes: list[str]) -> str:
-    return str(uuid.uuid5(OPERATION_NAMESPACE, bank_id + "\n" + "\n".join(sorted(item_hashes))))
+def operation_id(bank_id: str, keys: list[str], namespace: uuid.UUID = OPERATION_NAMESPACE) -> str:
+    """The same request (bank and item keys, in any order) always gets the same id: a retry is a no-op."""
+    return str(uuid.uuid5(namespace, bank_id + "\n" + "\n".join(sorted(keys))))
 
 
 @dataclass
