@@ -109,15 +109,10 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 # Everything but letters, digits, apostrophes, dashes and underscores separates words (a C-speed translate).
 _SEPARATORS = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")}
-_CONTRACTIONS = frozenset({"here's", "it's", "that's", "what's", "there's", "let's", "he's", "she's"})
-_POSSESSIVE = re.compile(r"'s(?=\s)")
-
-
-def _possessive(match: re.Match[str]) -> str:
-    """Drop the ``'s`` of a possessive, keep a contraction's."""
-    text, end = match.string, match.start()
-    start = max(text.rfind(" ", 0, end), text.rfind("\n", 0, end), text.rfind("\t", 0, end)) + 1
-    return match.group(0) if text[start:end] + "'s" in _CONTRACTIONS else ""
+_CONTRACTIONS = ("here", "it", "that", "what", "there", "let", "he", "she")
+# The "'s" ending a word, unless the word is a contraction ("it's"): replaced by nothing, so a possessive counts
+# as its word ("repo's" is "repo"). Matched on text that starts with a space (so a word's start is " word").
+_POSSESSIVE = re.compile("'s" + "".join(f"(?<! {word}'s)" for word in _CONTRACTIONS) + r"(?=\s)")
 _Key = tuple[str, str]  # (category, label)
 _LABEL_ORDER: tuple[_Key, ...] = tuple(dict.fromkeys((category, label) for category, label, _specs in _PHRASES))
 
@@ -259,9 +254,9 @@ def find_signals(text: str) -> SignalMatches:
     text = sample(text)
     matches = SignalMatches()
     lower = textscan.lower(text)
-    spaced = lower.translate(_SEPARATORS) + " "
-    if "'s" in spaced:  # possessives count as their word ("repo's" is "repo")
-        spaced = _POSSESSIVE.sub(_possessive, spaced)
+    spaced = " " + lower.translate(_SEPARATORS) + " "
+    if "'s" in spaced:
+        spaced = _POSSESSIVE.sub("", spaced)
     words = spaced.split()
     present = Counter(words)  # one count of every word costs less than picking out the few that matter first
     found: Counter[_Key] = Counter()

@@ -80,44 +80,57 @@ def iter_lines(
     """Yield every non-blank line of ``stream``; a line over ``big_line_bytes`` comes without its data.
     ``block_bytes`` is the read size (a small file or a header needs less than the default)."""
     buffer = bytearray(max(block_bytes, 1))  # read into again and again: no new memory per block or per line
+    find = buffer.find
     lineno = 0
-    offset = 0  # offset of the line being assembled
+    offset = 0  # offset in the file of the block's first byte
     pending: list[bytes | bytearray] = []  # the start of a line that runs on into the next block
     pending_len = 0
-    big = False
+    big = False  # the pending line is longer than big_line_bytes: its bytes are not kept
     while True:
         size = stream.readinto(buffer)
         if not size:
             break
         pos = 0
-        while (end := buffer.find(b"\n", pos, size)) != -1:
+        if pending_len:  # the block's first line began in an earlier block (rare: one line per block at most)
+            end = find(b"\n", 0, size)
+            if end == -1:
+                pending_len += size
+                offset += size
+                if big or pending_len > big_line_bytes:
+                    big, pending = True, []
+                else:
+                    pending.append(buffer[:size])
+                continue
             lineno += 1
-            length = pending_len + end - pos
+            length = pending_len + end
             if big or length > big_line_bytes:
-                yield RawLine(lineno, offset, length, None, 0, 0, True)
-            elif pending:
-                pending.append(buffer[pos:end])
-                data = b"".join(pending)
+                yield RawLine(lineno, offset - pending_len, length, None, 0, 0, True)
+            else:
+                data = b"".join([*pending, buffer[:end]])
                 if data.strip():
-                    yield RawLine(lineno, offset, length, data, 0, len(data), True)
-            elif end > pos and (buffer[pos] == 0x7B or buffer[pos:end].strip()):  # "{": not blank
-                yield RawLine(lineno, offset, length, buffer, pos, end, True)
-            offset += length + 1
+                    yield RawLine(lineno, offset - pending_len, length, data, 0, len(data), True)
             pending, pending_len, big = [], 0, False
             pos = end + 1
-        pending_len += size - pos
-        if big or pending_len > big_line_bytes:
-            big, pending = True, []
-        elif pos < size:
-            pending.append(buffer[pos:size])
+        while (end := find(b"\n", pos, size)) != -1:  # lines inside the block: the common case, kept short
+            lineno += 1
+            if end - pos > big_line_bytes:
+                yield RawLine(lineno, offset + pos, end - pos, None, 0, 0, True)
+            elif end > pos and (buffer[pos] == 0x7B or buffer[pos:end].strip()):  # "{": not blank
+                yield RawLine(lineno, offset + pos, end - pos, buffer, pos, end, True)
+            pos = end + 1
+        if pos < size:
+            pending_len = size - pos
+            big = pending_len > big_line_bytes
+            pending = [] if big else [buffer[pos:size]]
+        offset += size
     if pending_len:
         lineno += 1
         if big:
-            yield RawLine(lineno, offset, pending_len, None, 0, 0, False)
+            yield RawLine(lineno, offset - pending_len, pending_len, None, 0, 0, False)
         else:
             data = b"".join(pending)
             if data.strip():
-                yield RawLine(lineno, offset, pending_len, data, 0, len(data), False)
+                yield RawLine(lineno, offset - pending_len, pending_len, data, 0, len(data), False)
 
 
 def iter_objects(
