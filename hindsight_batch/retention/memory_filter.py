@@ -34,6 +34,8 @@ _FIRST_NON_SPACE = re.compile(r"\s*+")
 
 
 def starts_with_memory(text: str) -> bool:
+    if not text[:1].isspace():  # most text: no leading space to skip
+        return text.startswith(_OPENINGS)
     match = _FIRST_NON_SPACE.match(text)  # where ``text.lstrip()`` would start, without copying the text
     return text.startswith(_OPENINGS, match.end() if match else 0)
 

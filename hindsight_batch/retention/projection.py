@@ -200,7 +200,7 @@ class Projector:
         text, spans = mf.excise_memory(text)
         if spans:
             out.remove("recall-span", spans)
-        return self._cut(text, out) if text.strip() else None
+        return self._cut(text, out) if text and not text.isspace() else None  # (strip() would copy it)
 
     def _blocks(self, content: Any, allowed: Sequence[str], out: Projection) -> list[dict[str, Any]]:
         if content is None:

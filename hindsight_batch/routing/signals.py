@@ -214,16 +214,26 @@ class SignalMatches:
         return self.output_lines / self.text_lines if self.text_lines else 0.0
 
 
-def _strings(value: Any, out: list[str], key: str | None = None) -> None:
-    if isinstance(value, str):
-        if key not in _STRUCTURAL_KEYS:
-            out.append(value)
-    elif isinstance(value, dict):
-        for k, item in value.items():
-            _strings(item, out, k)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, out, key if key == "arguments" else None)
+def _dict_strings(value: dict[str, Any], out: list[str]) -> None:
+    for key, item in value.items():
+        if isinstance(item, str):
+            if key not in _STRUCTURAL_KEYS:
+                out.append(item)
+        elif isinstance(item, dict):
+            _dict_strings(item, out)
+        elif isinstance(item, list):
+            _list_strings(item, out)
+
+
+def _list_strings(value: list[Any], out: list[str]) -> None:
+    """Every string in a list is read (``arguments: ["--name", "x"]``): only a dict key marks one structural."""
+    for item in value:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            _dict_strings(item, out)
+        elif isinstance(item, list):
+            _list_strings(item, out)
 
 
 def extract_text(content: str) -> str:
@@ -237,7 +247,7 @@ def extract_text(content: str) -> str:
             except ValueError:
                 value = None
             if isinstance(value, dict):
-                _strings(value, pieces)
+                _dict_strings(value, pieces)
                 continue
         pieces.append(line)
     return "\n".join(pieces)

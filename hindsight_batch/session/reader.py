@@ -63,7 +63,7 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
     data, start, end = line.buffer, line.start, line.end
     if data is None or not line.terminated:
         return None
-    if data.find(_TOOL_RESULT_MARK, start, min(end, start + _PREFIX_BYTES)) == -1:
+    if data.find(_TOOL_RESULT_MARK, start, start + _PREFIX_BYTES if end - start > _PREFIX_BYTES else end) == -1:
         return None  # first: every other kind of line fails here
     found = _TOOL_RESULT.match(data, start, end)
     while end > start and data[end - 1] in b" \t\r":
@@ -85,7 +85,7 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
     with path.open("rb") as stream:
         size = path.stat().st_size
         result = SessionFile(path=path, size=size, header=None)
-        migrator: Migrator | None = None
+        migrate: Callable[[dict[str, Any], int], dict[str, Any]] | None = None  # for a v1 or v2 file
         seq = 0
         shortcut = getattr(visit, "unparsed_tool_result", None)
         fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
@@ -112,13 +112,15 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
                         result.problem = f"line {item.lineno}: {header}"
                         return result
                     result.header = header
-                    migrator = Migrator(header.version)
-                    fast = shortcut if header.version == 3 else None
+                    if header.version == 3:
+                        fast = shortcut
+                    else:
+                        migrate = Migrator(header.version).migrate
                     continue
                 if obj.get("type") == "session":
                     continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
-                assert migrator is not None
-                obj = migrator.migrate(obj, item.lineno)
+                if migrate is not None:
+                    obj = migrate(obj, item.lineno)
                 node = _index_row(obj, seq, item.lineno)
                 if visit is not None:
                     node.payload = visit(obj, node)
