@@ -227,7 +227,7 @@ def _plan_chunk(
     joined = store.join(handles)
     content = joined.decode("utf-8")
     plan.redactions.update(findings.counts)
-    digest = content_sha256(content)
+    digest = content_sha256(joined)
     context = session_context(scope)
     decision = route_content(
         settings,

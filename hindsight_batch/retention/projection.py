@@ -45,6 +45,9 @@ _ROLE_FIELDS: dict[str, tuple[str, ...]] = {
     "custom": ("customType", "timestamp"),
 }
 
+# What a projected message is built from besides its role's fields (which strip already left out).
+_BUILT_KEYS = frozenset({"role", "content", "command", "output", "exitCode", "timestamp"})
+
 
 @dataclass(slots=True)
 class Projection:
@@ -108,11 +111,13 @@ class Projector:
         self._max_chars = settings.import_.max_block_chars
         self._compaction_context = settings.import_.compaction == "context"
         self._hindsight_call_ids: set[str] = set()
+        self._gate_by_name: dict[str, str | None] = {}  # a session names few tools, each many times
         # What strip leaves, worked out once: keys stripped anyway are never copied (nor their timestamps formatted).
         self._top_keys = tuple(k for k in ("type", "id", "parentId", "timestamp") if k not in settings.strip.top_level)
         self._role_fields = {
             role: tuple(k for k in keys if k not in settings.strip.message) for role, keys in _ROLE_FIELDS.items()
         }
+        self._strip_built = tuple(k for k in settings.strip.message if k in _BUILT_KEYS)  # the others never get in
 
     def project(self, entry: dict[str, Any]) -> Projection:
         entry_type = entry.get("type")
@@ -171,7 +176,16 @@ class Projector:
     def tool_result_gate(self, name: str, call_id: object) -> str | None:
         """Why a tool result with this name and call id is dropped whatever its content, or None. The reader
         asks this before parsing a tool-result line, so most tool output is never parsed at all."""
-        if mf.is_hindsight_tool(name) or call_id in self._hindsight_call_ids:
+        if call_id in self._hindsight_call_ids:
+            return "hindsight-tool"
+        try:
+            return self._gate_by_name[name]
+        except KeyError:
+            reason = self._gate_by_name[name] = self._name_gate(name)
+            return reason
+
+    def _name_gate(self, name: str) -> str | None:
+        if mf.is_hindsight_tool(name):
             return "hindsight-tool"
         if not self._content.tool_result:
             return "retain-content"
@@ -181,7 +195,7 @@ class Projector:
 
     def _record(self, entry: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
         record = {key: entry.get(key) for key in self._top_keys}
-        for key in self._strip.message:
+        for key in self._strip_built:
             message.pop(key, None)
         record["message"] = message
         return record
