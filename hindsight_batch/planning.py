@@ -116,7 +116,7 @@ def _plan_chunks(
     scopes = observation_scopes(scope, settings)
     bank_ids = {"project": project_bank_id(scope, settings), "global": settings.banks.user.bank_id or ""}
     strategy = strategy_for(settings)
-    counted: set[int] = set()
+    counted = bytearray(len(plan.session.entries))  # by seq: an entry in two segments is counted once
     for segment, leaf, nodes in _segment_nodes(plan.session, settings):
         chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
         per_chunk_dropped = _dropped_by_chunk(nodes, chunks)
@@ -132,14 +132,16 @@ def _plan_chunks(
             chunks = [c for c in chunks if c.nodes]
         for node in nodes:
             outcome = node.payload
-            if isinstance(outcome, EntryOutcome) and node.seq not in counted:
-                counted.add(node.seq)
+            if not isinstance(outcome, EntryOutcome) or counted[node.seq]:
+                continue
+            counted[node.seq] = 1
+            if outcome.removed:
                 for reason, count in outcome.removed.items():  # (Counter.update costs more per call)
                     plan.removed[reason] += count
-                if outcome.handle is not None:
-                    plan.kept += 1
-                elif outcome.dropped:
-                    plan.dropped[outcome.dropped] += 1
+            if outcome.handle is not None:
+                plan.kept += 1
+            elif outcome.dropped:
+                plan.dropped[outcome.dropped] += 1
         for chunk in chunks:
             _plan_chunk(plan, scope, tags, scopes, bank_ids, settings, store, strategy, run_id, include_content,
                         segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))

@@ -89,10 +89,14 @@ def test_hints_for_a_batch_are_the_hints_of_each_text() -> None:
     """Imports search a batch of records at once; every record must get exactly its own literals."""
     redactor = Redactor(b"key")
     texts = [t.lower() for _rule, t, _secret in CASES] + ["plain prose", "", "token=abc", "a = b", "x_y"] * 3
+    # Gates sharing a first letter are searched as one pattern: several of one group in a text, or in neighbours.
+    texts += ["pwd then password then private-key", "asia", "akia and authorization", "cookie", "credential"]
     batch = redactor.hints_each(texts)
     literals = {lit for group in redactor._gates.values() for lit in group}
     assert batch == [frozenset(lit for lit in literals if lit in t) for t in texts]  # every literal, searched plainly
-    assert batch[-5] == frozenset() and batch[-3] == frozenset({"token", "token="})
+    assert batch[-10] == frozenset() and batch[-8] == frozenset({"token", "token="})
+    assert batch[-5] == frozenset({"pwd", "password", "private-key"})
+    assert batch[-3] == frozenset({"akia", "authorization"})
     assert all(batch[i] for i in range(len(CASES)))
 
 

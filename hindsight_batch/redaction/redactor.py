@@ -65,6 +65,31 @@ def _gates(literals: set[str]) -> dict[str, tuple[str, ...]]:
     return {gate: tuple(sorted(lits)) for gate, lits in sorted(gates.items())}
 
 
+_Probe = str | re.Pattern[str]
+_ByteProbe = bytes | re.Pattern[bytes]
+
+
+def _probes(gates: dict[str, tuple[str, ...]]) -> dict[_Probe, tuple[str, ...]]:
+    """Gates that begin with the same character searched as one pattern, standing for all their literals: the
+    regex engine skips ahead to that character as fast as ``find`` does, so one pass replaces several (ten gates
+    begin with "a"). A gate alone on its character stays a plain string search."""
+    by_first: dict[str, list[str]] = {}
+    for gate in gates:
+        by_first.setdefault(gate[0], []).append(gate)
+    probes: dict[_Probe, tuple[str, ...]] = {}
+    for group in by_first.values():
+        if len(group) == 1:
+            probes[group[0]] = gates[group[0]]
+        else:
+            pattern = re.compile("|".join(re.escape(gate) for gate in sorted(group, key=len, reverse=True)))
+            probes[pattern] = tuple(sorted({lit for gate in group for lit in gates[gate]}))
+    return probes
+
+
+def _byte_probe(probe: _Probe) -> _ByteProbe:
+    return probe.encode() if isinstance(probe, str) else re.compile(probe.pattern.encode())  # gates are ASCII
+
+
 # The one non-ASCII character whose lowercase holds a letter of a literal (str.lower("\u212a") == "k"); "İ" also
 # lowercases to an ASCII letter, but always followed by a combining dot, which no literal holds.
 _KELVIN_SIGN = "\u212a".encode()
@@ -74,8 +99,10 @@ class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
-        self._gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
-        self._byte_gates = {gate.encode(): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()}
+        self._gates = _probes(_gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()}))
+        self._byte_gates = {
+            _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
+        }
 
     def hints(self, lowered: str) -> frozenset[str]:
         """The rule literals (and the PEM marker) that occur in ``lowered`` text: empty means nothing to redact.
@@ -216,17 +243,25 @@ class Redactor:
 _NONE: frozenset[str] = frozenset()
 
 
-def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[AnyStr]) -> list[set[AnyStr]]:
-    """Which gates occur in each of the texts joined (by one separator) in ``joined``: one search per gate."""
+def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[Any]) -> list[set[Any]]:
+    """Which gates (strings or patterns of ``joined``'s type) occur in each of the texts joined (by one separator)
+    in ``joined``: one search per gate."""
     ends = list(itertools.accumulate(length + 1 for length in lengths))
-    found: list[set[AnyStr]] = [set() for _ in lengths]
+    found: list[set[Any]] = [set() for _ in lengths]
     for gate in gates:
-        pos = joined.find(gate)
+        pos = _first(joined, gate, 0)
         while pos != -1:
             index = bisect.bisect_right(ends, pos)
             found[index].add(gate)
-            pos = joined.find(gate, ends[index])  # one hit per text is enough
+            pos = _first(joined, gate, ends[index])  # one hit per text is enough
     return found
+
+
+def _first(text: AnyStr, gate: Any, start: int) -> int:
+    if isinstance(gate, re.Pattern):
+        match = gate.search(text, start)
+        return -1 if match is None else match.start()
+    return text.find(gate, start)
 
 
 @functools.lru_cache(maxsize=4096)
