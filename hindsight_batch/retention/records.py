@@ -107,12 +107,18 @@ class RecordMaker:
         self._times = times
         self._pending: list[tuple[EntryOutcome, dict[str, Any], bytes]] = []
         self._pending_bytes = 0
+        self._dropped_results: dict[str, EntryOutcome] = {}  # by reason: shared, as nothing changes a dropped one
 
     def unparsed_tool_result(self, tool_name: str, call_id: str) -> EntryOutcome | None:
         """The outcome of a tool-result entry known only by its name and call id, when its content cannot
         matter; None when the entry must be parsed."""
         reason = self._projector.tool_result_gate(tool_name, call_id)
-        return EntryOutcome("toolResult", reason, {}) if reason else None
+        if reason is None:
+            return None
+        outcome = self._dropped_results.get(reason)
+        if outcome is None:
+            outcome = self._dropped_results[reason] = EntryOutcome("toolResult", reason, {})
+        return outcome
 
     def __call__(self, entry: dict[str, Any], node: EntryNode) -> EntryOutcome | None:
         t0 = time.perf_counter()

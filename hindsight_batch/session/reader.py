@@ -74,10 +74,8 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
     outcome = shortcut(name.decode(), call_id.decode())
     if outcome is None:
         return None
-    node = EntryNode(seq, line.lineno, entry_id.decode() or f"L{line.lineno}",
-                     parent.decode() if parent is not None else None, "message", timestamp.decode())
-    node.payload = outcome
-    return node
+    return EntryNode(seq, line.lineno, entry_id.decode() or f"L{line.lineno}",
+                     parent.decode() if parent is not None else None, "message", timestamp.decode(), None, outcome)
 
 
 def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
