@@ -173,3 +173,18 @@ def test_custom_messages_need_an_explicit_type_and_summaries_are_not_retained() 
     context = project(compaction, **{"import": {"compaction": "context"}})
     assert context.record is not None and context.record["message"]["role"] == "compactionSummary"
     assert not project({"type": "model_change", "id": "m"}).is_message
+
+
+def test_strip_can_remove_keys_the_projection_itself_writes() -> None:
+    p = project(msg("user", "plain"), strip={"topLevel": [], "message": ["role", "timestamp"]})
+    assert p.record is not None and p.record["message"] == {"content": [{"type": "text", "text": "plain"}]}
+
+
+def test_a_tool_result_is_hindsight_output_by_call_id_whatever_its_name_gave_before() -> None:
+    """Reasons by tool name are remembered per session; a hindsight call id must still win over them."""
+    projector = Projector(settings())
+    assert projector.tool_result_gate("read", "call-1") == "retain-content"  # remembered for "read"
+    call = msg("assistant", [{"type": "toolCall", "id": "call-2", "name": "hindsight_recall", "arguments": {}}])
+    projector.project(call)
+    assert projector.tool_result_gate("read", "call-2") == "hindsight-tool"
+    assert projector.tool_result_gate("read", "call-3") == "retain-content"

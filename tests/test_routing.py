@@ -149,3 +149,21 @@ def test_route_command_never_prints_a_secret(runner: CliRunner, tmp_path: Path) 
     secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
     result = invoke(runner, "route", f"my token is {secret}", "--json", "--cwd", str(tmp_path))
     assert secret not in result.output + result.stderr
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("We moved this repo's readme.", "project reference"),  # a possessive counts as its word: "this repo"
+    ("OK here's my password for the box", "secret-like content"),  # a contraction keeps its "'s"
+    ("OK here's the token, as asked", "secret-like content"),
+])
+def test_possessives_count_as_their_word_and_contractions_stay(text: str, label: str) -> None:
+    decision, _ = route_text(settings_for("router"), text)
+    assert label in decision.matched_signals
+
+
+def test_repeated_words_and_phrases_are_each_counted() -> None:
+    """One label seen once or many times: the score grows with repeats (capped), so counts must be exact."""
+    once, _ = route_text(settings_for("router"), "The architecture note.")
+    again, _ = route_text(settings_for("router"), "architecture architecture architecture architecture note")
+    assert "architecture" in once.matched_signals and "architecture" in again.matched_signals
+    assert again.confidence > once.confidence
