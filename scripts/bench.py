@@ -6,7 +6,7 @@ Targets (one process, this 2-core machine): >= 60 MB/s end to end and >= 0.25x t
 unchanged corpus in <= 2 s.
 
     .venv/bin/python scripts/bench.py [--corpus DIR] [--total-mb 300] [--rounds 3] [--single-file] [--jobs N]
-                                      [--json-out F]
+                                      [--python PATH] [--json-out F]
 
 The bare parse, the import and its catch-up re-run are measured --rounds times, interleaved. Each speed is
 reported as the best round (as ``timeit`` does: on a shared machine a slower run met other load, and this VM's
@@ -61,7 +61,7 @@ def run_json(args: list[str]) -> tuple[dict[str, object], float]:
     return json.loads(done.stdout), time.perf_counter() - started
 
 
-def measure_import(corpus: Path, state: Path, extra: list[str] | None = None) -> dict[str, object]:
+def measure_import(python: str, corpus: Path, state: Path, extra: list[str] | None = None) -> dict[str, object]:
     """One import in a fresh child process, with its peak RSS (measured by a wrapper so each run is separate)."""
     wrapper = (
         "import resource, subprocess, sys, json\n"
@@ -69,7 +69,7 @@ def measure_import(corpus: Path, state: Path, extra: list[str] | None = None) ->
         "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
         "print(json.dumps({'summary': json.loads(done.stdout), 'peak_rss_mb': peak}))\n"
     )
-    args = [sys.executable, "-c", wrapper, sys.executable, "-m", "hindsight_batch", "import", str(corpus),
+    args = [python, "-c", wrapper, python, "-m", "hindsight_batch", "import", str(corpus),
             "--state", str(state), "--json", "-q", *(extra or [])]
     result, seconds = run_json(args)
     result["wall_seconds"] = seconds
@@ -90,8 +90,8 @@ def _tree_rss_mb(root: int) -> float:
     return total / 1024
 
 
-def measure_jobs(corpus: Path, state: Path, jobs: int) -> dict[str, object]:
-    args = [sys.executable, "-m", "hindsight_batch", "import", str(corpus), "--state", str(state), "--json", "-q",
+def measure_jobs(python: str, corpus: Path, state: Path, jobs: int) -> dict[str, object]:
+    args = [python, "-m", "hindsight_batch", "import", str(corpus), "--state", str(state), "--json", "-q",
             "--jobs", str(jobs)]
     started = time.perf_counter()
     with subprocess.Popen(args, stdout=subprocess.PIPE, text=True) as process:
@@ -131,9 +131,25 @@ class Round:
         return float(self.again["wall_seconds"])
 
 
-def measure_round(corpus: Path, state: Path) -> Round:
-    bare, _ = run_json([sys.executable, "-c", BARE, str(corpus)])
-    return Round(bare, measure_import(corpus, state), measure_import(corpus, state))
+def measure_round(python: str, corpus: Path, state: Path) -> Round:
+    bare, _ = run_json([python, "-c", BARE, str(corpus)])
+    return Round(bare, measure_import(python, corpus, state), measure_import(python, corpus, state))
+
+
+INTERPRETER = """
+import json, platform, sys
+maps = open("/proc/self/maps").read() if sys.platform == "linux" else ""
+print(json.dumps({"version": platform.python_version(), "executable": sys.executable,
+                  "shared_libpython": "libpython" in maps}))
+"""
+
+
+def describe_interpreter(python: str) -> str:
+    """Which Python runs the import, and whether it calls into a shared libpython (pyenv's default build: slower
+    than a static, PGO-built one such as Debian's /usr/bin/python3)."""
+    info, _ = run_json([python, "-c", INTERPRETER])
+    kind = "shared libpython" if info["shared_libpython"] else "static libpython"
+    return f"{info['version']} ({kind}), {info['executable']}"
 
 
 def best_and_median(values: list[float], higher_is_better: bool = True) -> tuple[float, float]:
@@ -149,6 +165,8 @@ def main() -> None:
     parser.add_argument("--single-file", action="store_true", help="also measure a 1 GB single session file")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="also measure import --jobs N")
     parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter that runs the bare parse and the import (hindsight-batch installed)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
     corpus = args.corpus
@@ -156,7 +174,7 @@ def main() -> None:
         corpus = work / "corpus"
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(corpus), "--total-mb", str(args.total_mb)],
                        check=True)
-    rounds = [measure_round(corpus, work / f"state-{index}") for index in range(max(args.rounds, 1))]
+    rounds = [measure_round(args.python, corpus, work / f"state-{index}") for index in range(max(args.rounds, 1))]
     best = max(rounds, key=lambda r: r.rate)
     summary = best.first["summary"]
     size_mb = float(summary["bytes_read"]) / 1e6
@@ -171,6 +189,7 @@ def main() -> None:
     rows = [
         ("corpus", f"{size_mb:.0f} MB, {summary['files']} files, {summary['entries']} entries; "
                    f"{len(rounds)} round(s), best shown"),
+        ("python", describe_interpreter(args.python)),
         ("bare json.loads", f"{bare_rate:.0f} MB/s ({bare_records:.0f} rec/s); median {bare_median:.0f}"),
         ("dry-run import", f"{rate:.1f} MB/s ({float(summary['entries']) / seconds:.0f} rec/s) {verdict(rate >= 60)}; "
                            f"median {rate_median:.1f}"),
@@ -185,7 +204,7 @@ def main() -> None:
         rows.append((f"  stage {stage}", f"{value:.2f} s"))
     result: dict[str, object] = {"rounds": [dataclasses.asdict(r) for r in rounds]}
     if args.jobs > 1:
-        parallel = measure_jobs(corpus, work / "state-jobs", args.jobs)
+        parallel = measure_jobs(args.python, corpus, work / "state-jobs", args.jobs)
         jobs_summary = parallel["summary"]
         assert isinstance(jobs_summary, dict)
         jobs_rate = float(jobs_summary["bytes_read"]) / 1e6 / float(jobs_summary["seconds"])
@@ -196,7 +215,7 @@ def main() -> None:
         single = work / "single"
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(single), "--total-mb", "1000",
                         "--big-mb", "1000"], check=True)
-        one = measure_import(single, work / "state-single")
+        one = measure_import(args.python, single, work / "state-single")
         one_summary = one["summary"]
         assert isinstance(one_summary, dict)
         one_rate = float(one_summary["bytes_read"]) / 1e6 / float(one_summary["seconds"])
