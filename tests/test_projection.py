@@ -188,3 +188,8 @@ def test_a_tool_result_is_hindsight_output_by_call_id_whatever_its_name_gave_bef
     projector.project(call)
     assert projector.tool_result_gate("read", "call-2") == "hindsight-tool"
     assert projector.tool_result_gate("read", "call-3") == "retain-content"
+
+
+def test_a_malformed_tool_call_id_is_a_drop_reason_not_a_crash() -> None:
+    entry = msg("toolResult", [{"type": "text", "text": "out"}], toolName="bash", toolCallId=["not", "a", "string"])
+    assert project(entry).dropped == "retain-content"

@@ -176,7 +176,7 @@ class Projector:
     def tool_result_gate(self, name: str, call_id: object) -> str | None:
         """Why a tool result with this name and call id is dropped whatever its content, or None. The reader
         asks this before parsing a tool-result line, so most tool output is never parsed at all."""
-        if call_id in self._hindsight_call_ids:
+        if isinstance(call_id, str) and call_id in self._hindsight_call_ids:  # (a malformed id may be a list)
             return "hindsight-tool"
         try:
             return self._gate_by_name[name]
