@@ -127,9 +127,9 @@ def valid_timestamp(value: str | None) -> str | None:
     return value if stamp.year >= 1971 else None
 
 
-def content_sha256(content: str | bytes) -> str:
-    """Of the content as sent: UTF-8 (given as bytes when the caller has them already)."""
-    return hashlib.sha256(content if isinstance(content, bytes) else content.encode("utf-8")).hexdigest()
+def content_sha256(content: bytes) -> str:
+    """Of the content as sent, in UTF-8."""
+    return hashlib.sha256(content).hexdigest()
 
 
 class RetainItem(BaseModel):
