@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from hindsight_batch import __version__
+from hindsight_batch import __version__, build
 from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
 from hindsight_batch.session.discovery import find_session_files
 
@@ -58,7 +58,8 @@ def _progress(quiet: bool) -> bool:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(__version__, prog_name="hindsight-batch")
+@click.version_option(__version__, prog_name="hindsight-batch",
+                      message=f"%(prog)s, version %(version)s ({build()} build)")
 def cli() -> None:
     """Move Pi coding-agent transcripts into Hindsight memory, safely.
 

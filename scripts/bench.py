@@ -12,6 +12,9 @@ The bare parse, the import and its catch-up re-run are measured --rounds times, 
 reported as the best round (as ``timeit`` does: on a shared machine a slower run met other load, and this VM's
 speed swings by half within the hour) with the median beside it; memory as the worst round.
 
+The build matters as much as the interpreter: ``scripts/compile.sh`` compiles the hot modules in place (as
+``HINDSIGHT_BATCH_COMPILE=1 pip install .`` does), and the table names the build it measured.
+
 --jobs N (default: the number of CPUs) also measures ``import --jobs N``, reported on its own lines: the targets
 are for one process. Its RSS is the sum over the parent and its workers, sampled every 20 ms.
 
@@ -106,6 +109,11 @@ def measure_jobs(python: str, corpus: Path, state: Path, jobs: int) -> dict[str,
             "wall_seconds": time.perf_counter() - started}
 
 
+def import_rate(summary: Any) -> float:
+    """MB/s of an import, from its ``--json`` summary."""
+    return float(summary["bytes_read"]) / 1e6 / float(summary["seconds"])
+
+
 @dataclasses.dataclass
 class Round:
     """One interleaved measurement: the bare parse, the import, and its catch-up re-run."""
@@ -120,7 +128,7 @@ class Round:
 
     @property
     def rate(self) -> float:
-        return float(self.first["summary"]["bytes_read"]) / 1e6 / float(self.first["summary"]["seconds"])
+        return import_rate(self.first["summary"])
 
     @property
     def peak_mb(self) -> float:
@@ -138,18 +146,19 @@ def measure_round(python: str, corpus: Path, state: Path) -> Round:
 
 INTERPRETER = """
 import json, platform, sys
+import hindsight_batch
 maps = open("/proc/self/maps").read() if sys.platform == "linux" else ""
 print(json.dumps({"version": platform.python_version(), "executable": sys.executable,
-                  "shared_libpython": "libpython" in maps}))
+                  "shared_libpython": "libpython" in maps, "build": hindsight_batch.build()}))
 """
 
 
 def describe_interpreter(python: str) -> str:
-    """Which Python runs the import, and whether it calls into a shared libpython (pyenv's default build: slower
-    than a static, PGO-built one such as Debian's /usr/bin/python3)."""
+    """Which Python runs the import, whether it calls into a shared libpython (pyenv's default build: slower than a
+    static, PGO-built one such as Debian's /usr/bin/python3), and which build of hindsight-batch it imports."""
     info, _ = run_json([python, "-c", INTERPRETER])
     kind = "shared libpython" if info["shared_libpython"] else "static libpython"
-    return f"{info['version']} ({kind}), {info['executable']}"
+    return f"{info['version']} ({kind}), {info['executable']}; hindsight-batch {info['build']} build"
 
 
 def best_and_median(values: list[float], higher_is_better: bool = True) -> tuple[float, float]:
@@ -169,7 +178,11 @@ def main() -> None:
                         help="the interpreter that runs the bare parse and the import (hindsight-batch installed)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="hb-bench-"))
-    corpus = args.corpus
+    corpus = args.corpus.resolve() if args.corpus else None
+    json_out = args.json_out.resolve()
+    if os.sep in args.python:
+        args.python = os.path.abspath(args.python)  # not resolve(): a venv's python is a symlink out of the venv
+    os.chdir(work)  # so ``python -m hindsight_batch`` imports the interpreter's install, not a source tree here
     if corpus is None:
         corpus = work / "corpus"
         subprocess.run([sys.executable, str(HERE / "gen_corpus.py"), str(corpus), "--total-mb", str(args.total_mb)],
@@ -207,7 +220,7 @@ def main() -> None:
         parallel = measure_jobs(args.python, corpus, work / "state-jobs", args.jobs)
         jobs_summary = parallel["summary"]
         assert isinstance(jobs_summary, dict)
-        jobs_rate = float(jobs_summary["bytes_read"]) / 1e6 / float(jobs_summary["seconds"])
+        jobs_rate = import_rate(jobs_summary)
         rows.append((f"--jobs {args.jobs} (not a target)", f"{jobs_rate:.1f} MB/s, peak RSS of all processes "
                      f"{float(parallel['peak_rss_mb_all_processes']):.0f} MB"))  # type: ignore[arg-type]
         result["jobs"] = parallel
@@ -218,15 +231,15 @@ def main() -> None:
         one = measure_import(args.python, single, work / "state-single")
         one_summary = one["summary"]
         assert isinstance(one_summary, dict)
-        one_rate = float(one_summary["bytes_read"]) / 1e6 / float(one_summary["seconds"])
+        one_rate = import_rate(one_summary)
         one_peak = float(one["peak_rss_mb"])  # type: ignore[arg-type]
         rows.append(("1 GB single file", f"{one_rate:.1f} MB/s, peak RSS {one_peak:.0f} MB {verdict(one_peak <= 250)}"))
         result["single_file"] = one
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
-    args.json_out.write_text(json.dumps(result, indent=2, default=str))
-    print(f"(details in {args.json_out})")
+    json_out.write_text(json.dumps(result, indent=2, default=str))
+    print(f"(details in {json_out})")
 
 
 if __name__ == "__main__":

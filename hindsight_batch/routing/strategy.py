@@ -195,7 +195,7 @@ def reason_without_mode(reason: str) -> str:
     return reason.split(" mode: ", 1)[-1]
 
 
+# Keyed by an instance's name: a compiled (mypyc) class keeps ``name`` on its instances only.
 STRATEGIES: dict[str, Callable[[], ProjectGlobalDefault]] = {
-    ProjectGlobalDefault.name: ProjectGlobalDefault,
-    DryRunOnly.name: DryRunOnly,
+    factory().name: factory for factory in (ProjectGlobalDefault, DryRunOnly)
 }

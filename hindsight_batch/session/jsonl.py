@@ -43,6 +43,14 @@ class RawLine:
     end: int
     terminated: bool
 
+    def __init__(
+        self, lineno: int, offset: int, length: int, buffer: bytes | bytearray | None, start: int, end: int,
+        terminated: bool,
+    ) -> None:
+        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
+        self.lineno, self.offset, self.length, self.buffer = lineno, offset, length, buffer
+        self.start, self.end, self.terminated = start, end, terminated
+
     @property
     def data(self) -> bytes | bytearray | None:
         # A copy, not a memoryview: orjson parses a memoryview markedly slower than the copy costs.
@@ -55,6 +63,10 @@ class ParsedObject:
     offset: int
     obj: dict[str, Any]
     glued: bool  # recovered from a line that held more than one JSON value
+
+    def __init__(self, lineno: int, offset: int, obj: dict[str, Any], glued: bool) -> None:
+        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
+        self.lineno, self.offset, self.obj, self.glued = lineno, offset, obj, glued
 
 
 @dataclass(slots=True)

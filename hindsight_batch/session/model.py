@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+_Reduced = tuple[type, tuple[Any, ...]]  # what __reduce__ returns: a class and its constructor arguments
+
+
+def _by_constructor(obj: Any) -> _Reduced:
+    """How the classes here are pickled (``import --jobs`` sends them between processes): through their
+    constructors, because a compiled (mypyc) class is restored by calling ``__init__``, with no arguments, and a
+    frozen one refuses the field-by-field restore pickle does after that."""
+    return type(obj), tuple(getattr(obj, f.name) for f in fields(obj))
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,6 +23,9 @@ class SessionHeader:
     timestamp: str | None
     cwd: str | None
     parent_session: str | None  # path of the parent session file (`parentSession`, legacy `branchedFrom`)
+
+    def __reduce__(self) -> _Reduced:
+        return _by_constructor(self)
 
     @property
     def parent_session_id(self) -> str | None:
@@ -42,11 +54,25 @@ class EntryNode:
     first_kept_id: str | None = None  # compaction entries only
     payload: Any = None
 
+    def __init__(
+        self, seq: int, lineno: int, id: str, parent_id: str | None, type: str, timestamp: str | None,
+        first_kept_id: str | None = None, payload: Any = None,
+    ) -> None:
+        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
+        self.seq, self.lineno, self.id, self.parent_id, self.type = seq, lineno, id, parent_id, type
+        self.timestamp, self.first_kept_id, self.payload = timestamp, first_kept_id, payload
+
+    def __reduce__(self) -> _Reduced:
+        return _by_constructor(self)
+
 
 @dataclass(frozen=True, slots=True)
 class LineProblem:
     lineno: int
     reason: str
+
+    def __reduce__(self) -> _Reduced:
+        return _by_constructor(self)
 
 
 @dataclass(slots=True)

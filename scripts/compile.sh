@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Build the mypyc-compiled modules (setup.py's COMPILED) in place, for .venv's editable install; --clean removes
+# them. While they exist they shadow their .py files: an edit to one of those modules takes effect only after
+# another build or a --clean. scripts/test.sh runs the suite both ways and always cleans up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PY:-.venv/bin/python}"
+clean() {
+    find hindsight_batch -name '*.so' -delete
+    rm -rf build
+}
+clean
+if [ "${1:-}" = "--clean" ]; then
+    echo "compiled modules removed: $("$PY" -m hindsight_batch --version)"
+    exit 0
+fi
+HINDSIGHT_BATCH_COMPILE=1 "$PY" -W ignore setup.py --quiet build_ext --inplace >/dev/null
+echo "compiled in place: $("$PY" -m hindsight_batch --version) (scripts/compile.sh --clean to undo)"

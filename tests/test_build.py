@@ -1,0 +1,37 @@
+"""The optional compiled build (setup.py, scripts/compile.sh): `--version` says which build runs, and the test
+script's second pass really runs the compiled modules."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch import build
+from hindsight_batch.routing import signals
+from hindsight_batch.session.model import EntryNode, LineProblem, SessionHeader
+from tests.conftest import invoke
+
+
+def test_version_names_the_build_that_is_running(runner: CliRunner) -> None:
+    compiled = not signals.__file__.endswith(".py")  # a mypyc module is an extension module
+    result = invoke(runner, "--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"hindsight-batch, version 0.1.0 ({'mypyc' if compiled else 'pure'} build)"
+
+
+@pytest.mark.skipif("HINDSIGHT_BATCH_EXPECT_BUILD" not in os.environ, reason="set by scripts/test.sh")
+def test_the_suite_runs_the_build_the_test_script_asked_for() -> None:
+    assert build() == os.environ["HINDSIGHT_BATCH_EXPECT_BUILD"]
+
+
+def test_what_import_jobs_sends_between_processes_survives_pickling() -> None:
+    """A compiled frozen class refuses pickle's field-by-field restore; the session types pickle through their
+    constructors instead, in both builds (``import --jobs`` returns them from its workers)."""
+    header = SessionHeader(id="s1", version=3, timestamp=None, cwd="/w", parent_session="p_1.jsonl")
+    node = EntryNode(seq=0, lineno=2, id="e1", parent_id=None, type="message", timestamp="t", payload={"k": 1})
+    problem = LineProblem(lineno=7, reason="invalid JSON")
+    for value in (header, node, problem):
+        assert pickle.loads(pickle.dumps(value)) == value
