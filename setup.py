@@ -1,8 +1,8 @@
 """Build hook for the optional compiled build. Everything else about the package is in ``pyproject.toml``.
 
 With ``HINDSIGHT_BATCH_COMPILE=1`` the modules every imported entry passes through are compiled to C extensions
-with mypyc (as black and mypy ship theirs): the same source, type-checked as it is, runs about 15 % faster
-(README, "Performance"). Without it the package is pure Python, which is what a development (editable) install
+with mypyc (as black and mypy ship theirs): the same source, type-checked as it is, runs faster (the figures
+are in the README, "Performance"). Without it the package is pure Python, which is what a development (editable) install
 wants: an edit takes effect at once.
 
 mypyc type-checks what it compiles, so it needs mypy and the runtime dependencies (their types) where it runs:
