@@ -39,6 +39,9 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except HindsightBatchError as exc:
+            if kwargs.get("as_json"):  # every exit path of a --json run prints one JSON object on stdout
+                click.echo(json.dumps({"error": {"code": exc.exit_code, "kind": type(exc).__name__,
+                                                 "message": str(exc)}}))
             _echo_err(f"hindsight-batch: error: {exc}")
             sys.exit(exc.exit_code)
 
@@ -98,6 +101,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
+@click.option("--delete-stale", is_flag=True,
+              help="Delete the server's pi-import: documents of these sessions that the plan no longer has "
+                   "(with --apply; without it, list them).")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
@@ -119,6 +125,7 @@ def import_command(
     apply: bool,
     wait: bool,
     wait_timeout: float,
+    delete_stale: bool,
     catch_up: bool,
     max_seconds: float | None,
     jobs: int,
@@ -139,11 +146,12 @@ def import_command(
       hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
       hindsight-batch import ~/.pi/agent/sessions --apply --wait
       hindsight-batch import --apply --catch-up --max-seconds 600      (what cron runs)
+      hindsight-batch import ~/.pi/agent/sessions --delete-stale   (lists stale documents; --apply deletes them)
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
     from hindsight_batch.sinks.ledger import Ledger, default_state_dir
-    from hindsight_batch.sinks.upload import Uploader
+    from hindsight_batch.sinks.upload import Uploader, reconcile
 
     if wait and not apply:
         raise UsageError("--wait goes with --apply")
@@ -165,26 +173,54 @@ def import_command(
         max_seconds=max_seconds,
         jobs=jobs,
     )
+    stale: dict[str, Any] | None = None
     with Ledger(state_dir or default_state_dir()) as ledger:
-        if apply:
+        if apply or delete_stale:
             with client_for(global_settings) as client:
-                client.version()  # unreachable or unauthorized: exit 4 before any work
+                client.preflight()  # unreachable or unauthorized: exit 4 before any work, even with nothing to send
+                reconciled = reconcile(ledger, client) if apply else None
 
                 def uploader(run_id: str) -> Uploader:
                     return Uploader(client, ledger, run_id, global_settings.upload)
 
-                summary = Importer(resolver, ledger, options, files, uploader).run()
+                summary = Importer(resolver, ledger, options, files, uploader if apply else None).run()
+                if delete_stale:
+                    stale = _delete_stale(ledger, client, apply)
         else:
             summary = Importer(resolver, ledger, options, files).run()
+            reconciled = None
     data = summary.to_dict()
+    if data["upload"] is not None and reconciled:
+        data["upload"]["earlier_runs_settled"] = dict(reconciled)
+    if stale is not None:
+        data["stale"] = stale
     if as_json:
         click.echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:
         click.echo(_catch_up_line(data))
     elif not quiet:
         _print_import_summary(data)
+        if stale is not None:
+            verb = "deleted" if apply else "would delete (add --apply)"
+            _echo_err(f"  stale documents: {len(stale['documents'])} found, {verb} {stale['deleted']}")
+            for doc in stale["documents"][:20]:
+                _echo_err(f"  stale: {doc['bank_id']} {doc['document_id']}")
     if data["upload"] and data["upload"]["failed"]:
         sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _delete_stale(ledger: Any, client: HindsightClient, apply: bool) -> dict[str, Any]:
+    """The server's documents of planned sessions that the plan no longer has; deleted with --apply."""
+    from hindsight_batch.verify import stale_documents
+
+    found = stale_documents(ledger, client)
+    deleted = 0
+    if apply:
+        for doc in found:
+            if client.delete_document(doc["bank_id"], doc["document_id"]):
+                deleted += 1
+            ledger.set_status(doc["bank_id"], [doc["document_id"]], "stale-deleted", "import --delete-stale")
+    return {"documents": found, "deleted": deleted if apply else len(found), "applied": apply}
 
 
 def _catch_up_line(data: dict[str, Any]) -> str:
@@ -511,7 +547,8 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
                    f"started {run['started_at']}")
     click.echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
-                       ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
+                       ("redactions", "redactions_by_rule"), ("documents", "documents_by_status"),
+                       ("forgotten", "forgotten")):
         click.echo(f"  {title}: {_counts(data[key])}")
 
 
@@ -522,8 +559,9 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
 @handle_errors
 def verify_command(bank: str | None, state_dir: Path | None, config_file: Path | None, as_json: bool,
                    quiet: bool) -> None:
-    """Compare the server's documents with the ledger: missing, extra and mismatched (content hash, tags,
-    metadata). Exit 1 when any differ.
+    """Compare the server's documents with every document the ledger planned: missing, mismatched (content hash,
+    tags, metadata), stale (a known session's windows the plan no longer has) and extra. Exit 1 when any differ;
+    missing and mismatched ones are marked so that a plain re-run of 'import --apply' sends them again.
 
     \b
     Example:
@@ -535,6 +573,7 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
 
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
     with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+        client.preflight()
         report = verify(ledger, client, bank)
     data = report.to_dict()
     if as_json:
@@ -542,9 +581,9 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
     elif not quiet:
         click.echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
                    f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
-                   f"mismatched {len(report.mismatched)}, extra {len(report.extra)}, "
+                   f"mismatched {len(report.mismatched)}, stale {len(report.stale)}, extra {len(report.extra)}, "
                    f"still processing {len(report.pending)}")
-        for kind in ("missing", "mismatched", "extra", "pending"):
+        for kind in ("missing", "mismatched", "stale", "extra", "pending"):
             for entry in data[kind][:50]:
                 fields = f" ({', '.join(entry['fields'])})" if "fields" in entry else ""
                 click.echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
@@ -552,11 +591,55 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
         sys.exit(EXIT_ITEMS_FAILED)
 
 
+@cli.command("forget")
+@click.option("--run", "run_id", required=True, help="The applied run whose documents to delete (see 'report').")
+@click.option("--confirm", is_flag=True, help="Delete them. Without it: list what would be deleted.")
+@click.option("--force", is_flag=True, help="Also delete documents another run wrote too.")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@common_options
+@handle_errors
+def forget_command(run_id: str, confirm: bool, force: bool, state_dir: Path | None, config_file: Path | None,
+                   as_json: bool, quiet: bool) -> None:
+    """Undo an applied run: list the documents RUN created on the server and, with --confirm, delete them
+    (after importing into the wrong bank, say). Documents another run also wrote are listed and kept unless
+    --force. The ledger records what was deleted; 'report --run RUN' shows it.
+
+    \b
+    Examples:
+      hindsight-batch forget --run 20260501T100000-1a2b3c
+      hindsight-batch forget --run 20260501T100000-1a2b3c --confirm
+    """
+    from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.forget import forget_run
+    from hindsight_batch.importer import new_run_id
+    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+
+    settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
+    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+        client.preflight()
+        by_run = new_run_id()
+        ledger.start_run(by_run, "forget", "confirm" if confirm else "preview")
+        report = forget_run(ledger, client, run_id, confirm=confirm, force=force, by_run=by_run)
+        data = report.to_dict()
+        ledger.finish_run(by_run, "ok", {"forget": run_id, "counts": data["counts"]})
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    elif not quiet:
+        for doc in data["documents"][:200]:
+            shared = " (also written by another run)" if doc["also_written_by_another_run"] else ""
+            click.echo(f"  {doc['action']}: {doc['bank_id']} {doc['document_id']}{shared}")
+        click.echo(f"forget {run_id} ({'confirm' if confirm else 'preview, nothing deleted'}): "
+                   f"{_counts(data['counts'])}")
+        if not confirm and data["counts"].get("would-delete"):
+            click.echo("run again with --confirm to delete them")
+
+
 @cli.command("status")
 @click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
               help="Show the configuration a session in this folder gets (default: here).")
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
-@click.option("--server", is_flag=True, help="Also ask the server for its version (a 3 s request).")
+@click.option("--server", is_flag=True,
+              help="Also check the server and the credentials (3 s); exit 4 when refused or unreachable.")
 @common_options
 @handle_errors
 def status_command(cwd: Path | None, state_dir: Path | None, server: bool, config_file: Path | None, as_json: bool,
@@ -578,6 +661,9 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     values = _flatten(settings.model_dump(mode="json", by_alias=True))
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
+    from hindsight_batch.sinks.hindsight import masked_url
+
+    values["baseUrl"] = masked_url(settings.base_url)
     scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
     rows = [{"key": k, "value": v, "from": resolved.origin(k)} for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
@@ -615,11 +701,11 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
 
 
 def _server_status(settings: Settings) -> str:
-    try:
-        with client_for(settings, timeout=3, max_attempts=1) as client:
-            return f"{settings.base_url}: version {client.version()}"
-    except HindsightBatchError as exc:
-        return f"{settings.base_url}: {exc}"
+    """The server's version once it accepted our credentials; unreachable or refused ends the command (exit 4)."""
+    from hindsight_batch.sinks.hindsight import masked_url
+
+    with client_for(settings, timeout=3, max_attempts=1) as client:
+        return f"{masked_url(settings.base_url)}: version {client.preflight()}, credentials accepted"
 
 
 def _queue_depths() -> list[dict[str, Any]]:

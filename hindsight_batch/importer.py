@@ -32,7 +32,7 @@ from hindsight_batch.retention.records import StageTimes
 from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.session.model import SessionHeader
 from hindsight_batch.session.reader import peek_header
-from hindsight_batch.sinks.ledger import DocumentRow, Ledger, SourceState
+from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter
 from hindsight_batch.sinks.upload import Uploader
 from hindsight_batch.workers import PlanTask, plan_in_worker, worker_pool
@@ -237,7 +237,7 @@ class Importer:
                 summary.upload = {
                     "requests": stats.requests,
                     "documents": dict(sorted((k, v) for k, v in stats.statuses.items() if v)),
-                    "failed": stats.statuses["failed"],
+                    "failed": stats.statuses["failed"] + stats.statuses["missing"],
                     "operations_still_open": still_open,
                     "errors": stats.errors,
                 }
@@ -398,7 +398,7 @@ class Importer:
         assert self.uploader is not None
         for planned in plan.items:
             done = applied.get((planned.bank_id, planned.item.document_id))
-            if done and done[0] == planned.item_hash and done[1] in ("sent", "confirmed"):
+            if done and done[0] == planned.item_hash and done[1] in SETTLED:
                 continue
             item = planned.item
             row = DocumentRow(
@@ -440,7 +440,7 @@ class Importer:
         if row["status"] != "planned":
             return str(row["status"])
         done = applied.get((row["bank_id"], row["document_id"]))
-        if done and done[0] == row["item_sha256"] and done[1] in ("sent", "confirmed"):
+        if done and done[0] == row["item_sha256"] and done[1] in SETTLED:
             return "unchanged"
         return "planned"
 

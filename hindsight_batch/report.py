@@ -47,4 +47,5 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         "skipped_by_reason": dict(skips.most_common()),
         "redactions_by_rule": dict(redactions.most_common()),
         "documents_by_status": documents,
+        "forgotten": ledger.forgotten(run_id) if run_id else {},  # what `forget --run` removed of this run
     }

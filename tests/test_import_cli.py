@@ -306,7 +306,7 @@ def test_apply_against_an_unreachable_server_exits_4_before_any_work(
     result = invoke(runner, "import", str(SAMPLES), "--apply", "--config", str(config), "--state", str(tmp_path / "s"))
     assert result.exit_code == 4 and "no answer from http://127.0.0.1:9" in result.stderr
     with Ledger(tmp_path / "s") as ledger:
-        assert ledger.sent_documents() == []
+        assert ledger.documents(("sent", "confirmed")) == []
 
 
 def test_wait_without_apply_is_a_usage_error(runner: CliRunner) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
@@ -27,6 +27,11 @@ from hindsight_batch.errors import ServerError
 MAX_RETRY_AFTER = 60.0
 BACKOFF_BASE = 0.5
 BACKOFF_CAP = 20.0
+
+
+def pause(seconds: float) -> None:
+    """Every wait of the client (a module function, so tests can make the waits of a whole run instant)."""
+    time.sleep(seconds)
 
 
 class AuthError(ServerError):
@@ -44,6 +49,23 @@ class RequestRejected(Exception):
         self.status = status
         self.detail = detail
         super().__init__(f"HTTP {status}: {detail}")
+
+    @property
+    def retryable(self) -> bool:
+        """A server in trouble (5xx, 429, 408) may take the same items later; a 4xx refusal is about them."""
+        return self.status >= 500 or self.status in (408, 429)
+
+
+def masked_url(url: str) -> str:
+    """The URL without a password in its user part (``https://user:secret@host`` -> ``https://user:***@host``)."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = "***@" if parts.password is None else f"{parts.username}:***@"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
 @dataclass(frozen=True)
@@ -89,16 +111,16 @@ class HindsightClient:
         timeout: float = 60.0,
         max_attempts: int = 6,
         transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         headers = {"User-Agent": f"hindsight-batch/{__version__}"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
-        self._base_url = base_url
+        self._base_url = masked_url(base_url)
         self._attempts = max_attempts
-        self._sleep = sleep
+        self._sleep = sleep or (lambda seconds: pause(seconds))  # looked up when called: tests replace `pause`
         self._rng = rng or random.Random()
 
     def close(self) -> None:
@@ -160,14 +182,24 @@ class HindsightClient:
         result: dict[str, Any] = response.json()
         return result
 
-    def documents(self, bank_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
-        """Every document of a bank (none if the bank does not exist), page by page."""
+    def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
+        """One document (its ``content_hash``, tags, metadata), or None when the server does not hold it."""
+        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
+        if response.status_code == 404:
+            return None
+        result: dict[str, Any] = response.json()
+        return result
+
+    def documents(self, bank_id: str, page_size: int = 100, tags: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Every document of a bank (none if the bank does not exist), page by page; with ``tags``, only those
+        holding all of them."""
         offset = 0
         while True:
-            response = self.request(
-                "GET", f"{_bank(bank_id)}/documents",
-                params={"limit": page_size, "offset": offset},
-            )
+            params: dict[str, Any] = {"limit": page_size, "offset": offset}
+            if tags:
+                params["tags"] = tags
+                params["tags_match"] = "all_strict"
+            response = self.request("GET", f"{_bank(bank_id)}/documents", params=params)
             if response.status_code == 404:
                 return
             data = response.json()
@@ -182,6 +214,13 @@ class HindsightClient:
             "DELETE", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}"
         )
         return response.status_code != 404
+
+    def preflight(self) -> str | None:
+        """Check the server and our credentials with an authenticated cheap call (the bank list), before any work;
+        raise :class:`AuthError` or :class:`UnreachableError`. Returns the server's version."""
+        version = self.version()
+        self.request("GET", "/v1/default/banks", params={"limit": 1})
+        return version
 
     def version(self) -> str | None:
         response = self.request("GET", "/version")

@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS documents (
     bank_id VARCHAR, document_id VARCHAR, bank_role VARCHAR, source_path VARCHAR, session_id VARCHAR,
     content_hash VARCHAR, item_hash VARCHAR, status VARCHAR, operation_id VARCHAR, error VARCHAR,
     run_id VARCHAR, updated_at TIMESTAMP, tags VARCHAR, metadata VARCHAR, PRIMARY KEY (bank_id, document_id));
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS retryable BOOLEAN;
+CREATE TABLE IF NOT EXISTS deliveries (
+    run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, item_hash VARCHAR, sent_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS forgotten (
+    run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, action VARCHAR, by_run VARCHAR, done_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS manifest (
     run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
     reason VARCHAR, "row" VARCHAR);
@@ -42,6 +47,10 @@ CREATE TABLE IF NOT EXISTS manifest (
 
 
 _BATCH = 400
+# What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
+# confirmed there with our content hash), or refused for good (a 4xx about the item itself). Everything else --
+# pending, missing, failed with a retryable error, forgotten, deleted as stale -- is sent again.
+SETTLED = ("sent", "confirmed", "failed")
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -152,43 +161,54 @@ class Ledger:
 
     # documents
     def document_hashes(self) -> dict[tuple[str, str], tuple[str, str]]:
-        """(bank, document) -> (item hash, status) for every document an applied run has sent."""
-        rows = self.db.execute("SELECT bank_id, document_id, item_hash, status FROM documents").fetchall()
+        """(bank, document) -> (item hash, status) for every document an applied run has sent; a failure that
+        may pass on a retry (a server error; rows from before ``retryable`` existed too) has status ``retry``."""
+        rows = self.db.execute(
+            "SELECT bank_id, document_id, item_hash, CASE WHEN status = 'failed' AND retryable IS DISTINCT FROM "
+            "false THEN 'retry' ELSE status END FROM documents"
+        ).fetchall()
         return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
     def mark_pending(self, rows: Iterable[DocumentRow], operation_id: str, run_id: str) -> None:
         """Record documents as about to be sent (S5: a kill after this point is resumed by the next run)."""
         now = _now()
+        rows = list(rows)
         self._insert(
-            "INSERT OR REPLACE INTO documents VALUES", 14,
+            "INSERT OR REPLACE INTO documents VALUES", 15,
             [[r.bank_id, r.document_id, r.bank_role, r.source_path, r.session_id, r.content_hash, r.item_hash,
-              "pending", operation_id, None, run_id, now, json.dumps(r.tags), json.dumps(r.metadata, sort_keys=True)]
-             for r in rows],
+              "pending", operation_id, None, run_id, now, json.dumps(r.tags), json.dumps(r.metadata, sort_keys=True),
+              None] for r in rows],
         )
+        # Which runs wrote each document: `forget --run` deletes only what no other run also wrote.
+        self._insert("INSERT INTO deliveries VALUES", 5,
+                     [[run_id, r.bank_id, r.document_id, r.item_hash, now] for r in rows])
 
-    def set_status(self, bank_id: str, document_ids: Iterable[str], status: str, error: str | None = None) -> None:
+    def set_status(self, bank_id: str, document_ids: Iterable[str], status: str, error: str | None = None,
+                   retryable: bool | None = None) -> None:
         ids = list(document_ids)
         for start in range(0, len(ids), _BATCH):
             part = ids[start : start + _BATCH]
             self.db.execute(
-                "UPDATE documents SET status = ?, error = ?, updated_at = ? WHERE bank_id = ? AND document_id IN "
-                f"({', '.join('?' * len(part))})",
-                [status, error, _now(), bank_id, *part],
+                "UPDATE documents SET status = ?, error = ?, retryable = ?, updated_at = ? WHERE bank_id = ? "
+                f"AND document_id IN ({', '.join('?' * len(part))})",
+                [status, error, retryable, _now(), bank_id, *part],
             )
 
-    def set_operation_status(self, bank_id: str, operation_id: str, status: str, error: str | None = None) -> None:
+    def set_operation(self, bank_id: str, document_ids: Iterable[str], operation_id: str) -> None:
+        """The request these pending documents now travel in (a refused batch is split into smaller ones)."""
+        ids = list(document_ids)
         self.db.execute(
-            "UPDATE documents SET status = ?, error = ?, updated_at = ? "
-            "WHERE bank_id = ? AND operation_id = ? AND status = 'sent'",
-            [status, error, _now(), bank_id, operation_id],
+            f"UPDATE documents SET operation_id = ? WHERE bank_id = ? AND document_id IN ({', '.join('?' * len(ids))})",
+            [operation_id, bank_id, *ids],
         )
 
-    def sent_documents(self) -> list[DocumentRow]:
-        """Documents the server should hold: every one that was sent or confirmed."""
+    def documents(self, statuses: Iterable[str] | None = None) -> list[DocumentRow]:
+        """Documents the ledger planned to deliver (all of them, or those in ``statuses``)."""
+        wanted = list(statuses) if statuses is not None else None
+        where = f"WHERE status IN ({', '.join('?' * len(wanted))}) " if wanted else ""
         rows = self.db.execute(
             "SELECT bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
-            "metadata, status, operation_id FROM documents WHERE status IN ('sent', 'confirmed') "
-            "ORDER BY bank_id, document_id"
+            f"metadata, status, operation_id FROM documents {where}ORDER BY bank_id, document_id", wanted or []
         ).fetchall()
         return [
             DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"),
@@ -196,11 +216,25 @@ class Ledger:
             for r in rows
         ]
 
-    def open_operations(self) -> dict[tuple[str, str], list[str]]:
-        """(bank, operation) -> documents still ``sent``: accepted by the server, not yet seen to complete."""
+    def documents_by_id(self, bank_id: str, document_ids: list[str]) -> list[DocumentRow]:
+        found: list[DocumentRow] = []
+        for start in range(0, len(document_ids), _BATCH):
+            part = document_ids[start : start + _BATCH]
+            rows = self.db.execute(
+                "SELECT bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
+                f"metadata, status, operation_id FROM documents WHERE bank_id = ? AND document_id IN "
+                f"({', '.join('?' * len(part))})", [bank_id, *part]
+            ).fetchall()
+            found += [DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"),
+                                  json.loads(r[8] or "{}"), r[9], r[10]) for r in rows]
+        return found
+
+    def open_operations(self, statuses: tuple[str, ...] = ("sent",)) -> dict[tuple[str, str], list[str]]:
+        """(bank, operation) -> documents in ``statuses`` (default ``sent``: accepted by the server, not yet seen
+        to complete)."""
         rows = self.db.execute(
             "SELECT bank_id, operation_id, document_id FROM documents "
-            "WHERE status = 'sent' AND operation_id IS NOT NULL"
+            f"WHERE status IN ({', '.join('?' * len(statuses))}) AND operation_id IS NOT NULL", list(statuses)
         ).fetchall()
         result: dict[tuple[str, str], list[str]] = {}
         for bank_id, op, doc in rows:
@@ -209,6 +243,45 @@ class Ledger:
 
     def known_document_ids(self) -> set[tuple[str, str]]:
         return {(r[0], r[1]) for r in self.db.execute("SELECT bank_id, document_id FROM documents").fetchall()}
+
+    def known_sessions(self) -> set[str]:
+        rows = self.db.execute("SELECT session_id FROM sources UNION SELECT session_id FROM documents").fetchall()
+        return {r[0] for r in rows if r[0]}
+
+    def planned_document_ids(self) -> dict[str, set[tuple[str, str]]]:
+        """session id -> (bank, document) of the current plan: the manifest rows of the run that last read each
+        source."""
+        rows = self.db.execute(
+            "SELECT s.session_id, m.bank_id, m.document_id FROM manifest m JOIN sources s "
+            "ON m.run_id = s.last_run_id AND m.source_path = s.path WHERE m.document_id IS NOT NULL"
+        ).fetchall()
+        result: dict[str, set[tuple[str, str]]] = {}
+        for session, bank, doc in rows:
+            result.setdefault(session, set()).add((bank, doc))
+        return result
+
+    def run_deliveries(self, run_id: str) -> list[tuple[str, str, bool]]:
+        """(bank, document, also written by another run) for every document ``run_id`` sent; ledgers from
+        before the ``deliveries`` table fall back to the run that last wrote each document."""
+        rows = self.db.execute(
+            "SELECT d.bank_id, d.document_id, bool_or(o.run_id IS NOT NULL) FROM "
+            "(SELECT DISTINCT bank_id, document_id FROM deliveries WHERE run_id = ? UNION "
+            " SELECT bank_id, document_id FROM documents WHERE run_id = ?) d "
+            "LEFT JOIN deliveries o ON o.bank_id = d.bank_id AND o.document_id = d.document_id AND o.run_id <> ? "
+            "GROUP BY 1, 2 ORDER BY 1, 2", [run_id, run_id, run_id]
+        ).fetchall()
+        return [(r[0], r[1], bool(r[2])) for r in rows]
+
+    def record_forgotten(self, run_id: str, rows: Iterable[tuple[str, str, str]], by_run: str) -> None:
+        """(bank, document, action) of a ``forget --run``: ``deleted``, ``already-gone`` or ``kept-shared``."""
+        now = _now()
+        self._insert("INSERT INTO forgotten VALUES", 6,
+                     [[run_id, bank, doc, action, by_run, now] for bank, doc, action in rows])
+
+    def forgotten(self, run_id: str) -> dict[str, int]:
+        rows = self.db.execute("SELECT action, count(*) FROM forgotten WHERE run_id = ? GROUP BY 1 ORDER BY 1",
+                               [run_id]).fetchall()
+        return {r[0]: r[1] for r in rows}
 
     # manifest
     def add_manifest_rows(self, rows: Iterable[dict[str, Any]]) -> None:
