@@ -108,6 +108,8 @@ class Uploader:
             return
         done, _ = wait(list(self._inflight), timeout=None if block else 0, return_when=FIRST_COMPLETED)
         for future in done:
+            if future not in self._inflight:
+                continue  # already collected while a split batch waited for room (this method re-enters)
             bank_id, op, batch = self._inflight.pop(future)
             rows = batch.rows
             ids = [r.document_id for r in rows]
