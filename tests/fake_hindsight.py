@@ -58,7 +58,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -90,7 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
         result: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
         return result
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         state = self.server.state
         url = urlsplit(self.path)
         parts = [unquote(p) for p in url.path.strip("/").split("/")]
@@ -124,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _public(doc: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in doc.items() if k != "content"}
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         state = self.server.state
         parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
         if not self._authorized():
@@ -137,7 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(404, {"detail": "Document not found"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         state = self.server.state
         parts = [unquote(p) for p in urlsplit(self.path).path.strip("/").split("/")]
         with state.lock:

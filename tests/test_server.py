@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from hindsight_batch.sinks.hindsight import HindsightClient
 from hindsight_batch.sinks.ledger import Ledger
-from tests.conftest import REAL_SAMPLES, SAMPLES, invoke, read_manifest
+from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest
 from tests.server import Server
 from tests.test_import_cli import routed_session
 
@@ -224,3 +224,92 @@ def test_verify_catches_a_deleted_and_a_modified_document(
     assert [(m["document_id"], m["fields"]) for m in report["mismatched"]] == [
         (ids[1], ["content_hash", "tags", "metadata"])]
     assert [e["document_id"] for e in report["extra"]] == ["pi-import:nobody:project:main:w0000"]
+    assert all(m["ledger_status"] == "confirmed" for m in report["missing"])
+    with hindsight_server.client() as client:  # a plain re-run sends the missing and the changed one back
+        assert client.delete_document(bank, "pi-import:nobody:project:main:w0000")
+    again = apply(runner, tmp_path, "--wait")
+    assert again["upload"]["documents"] == {"confirmed": 2}
+    verified = invoke(runner, "verify", "--state", str(tmp_path / "state"))
+    assert verified.exit_code == 0 and "verify: OK" in verified.output
+
+
+def _long_session(tmp_path: Path, turns: int, session_id: str = "stale-1", cwd: str = "/work/stale") -> Path:
+    session = SessionBuilder(cwd=cwd, session_id=session_id)
+    for turn in range(turns):
+        session.user(f"turn {turn}: we switched the project build to ninja and cached the toolchain")
+        session.assistant(f"step {turn} done; the project build uses ninja now")
+    return session.write(tmp_path / "sessions" / f"{session_id}.jsonl")
+
+
+def _geometry(tmp_path: Path, turns_per_chunk: int) -> str:
+    config = tmp_path / f"geometry-{turns_per_chunk}.json"
+    config.write_text(json.dumps({"import": {"turnsPerChunk": turns_per_chunk}}))
+    return str(config)
+
+
+def test_stale_windows_are_listed_by_verify_and_removed_by_delete_stale(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
+) -> None:
+    bank = bank_env(monkeypatch, hindsight_server)
+    session = _long_session(tmp_path, 6)
+    state = str(tmp_path / "state")
+    first = invoke(runner, "import", str(session), "--apply", "--wait", "--state", state, "--json",
+                   "--config", _geometry(tmp_path, 1))
+    assert first.exit_code == 0 and json.loads(first.stdout)["upload"]["documents"] == {"confirmed": 6}
+    second = invoke(runner, "import", str(session), "--apply", "--wait", "--state", state, "--json",
+                    "--config", _geometry(tmp_path, 3))  # the windows shrink to two
+    assert second.exit_code == 0 and json.loads(second.stdout)["upload"]["documents"] == {"confirmed": 2}
+    stale = [f"pi-import:stale-1:project:main:w{i:04d}" for i in range(2, 6)]
+    verified = invoke(runner, "verify", "--state", state, "--json")
+    assert verified.exit_code == 1
+    assert sorted(d["document_id"] for d in json.loads(verified.stdout)["stale"]) == stale
+    preview = invoke(runner, "import", str(session), "--delete-stale", "--state", state, "--json",
+                     "--config", _geometry(tmp_path, 3))
+    assert sorted(d["document_id"] for d in json.loads(preview.stdout)["stale"]["documents"]) == stale
+    with hindsight_server.client() as client:
+        assert len(server_documents(client, bank)) == 6  # a preview deletes nothing
+        deleted = invoke(runner, "import", str(session), "--apply", "--delete-stale", "--state", state, "--json",
+                         "--config", _geometry(tmp_path, 3))
+        assert deleted.exit_code == 0 and json.loads(deleted.stdout)["stale"]["deleted"] == 4
+        assert sorted(server_documents(client, bank)) == [f"pi-import:stale-1:project:main:w000{i}" for i in (0, 1)]
+    verified = invoke(runner, "verify", "--state", state)
+    assert verified.exit_code == 0 and "verify: OK" in verified.stdout
+
+
+def test_forget_deletes_what_one_run_wrote_and_keeps_what_another_run_also_wrote(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
+) -> None:
+    bank = bank_env(monkeypatch, hindsight_server)
+    state = str(tmp_path / "state")
+    session = _long_session(tmp_path, 3, "forget-1")
+    geometry = _geometry(tmp_path, 1)
+    first = invoke(runner, "import", str(session), "--apply", "--wait", "--state", state, "--json",
+                   "--config", geometry)
+    run_a = json.loads(first.stdout)["run_id"]
+    session = _long_session(tmp_path, 4, "forget-1")  # a fourth turn: a new window, the others unchanged
+    other = _long_session(tmp_path, 1, "forget-2", cwd="/work/other")
+    second = invoke(runner, "import", str(session), str(other), "--apply", "--wait", "--state", state, "--json",
+                    "--config", geometry)
+    assert json.loads(second.stdout)["upload"]["documents"] == {"confirmed": 2}
+    # run A's last window is written again by a third run (its content changed and changed back)
+    doc_a2 = "pi-import:forget-1:project:main:w0002"
+    with Ledger(Path(state)) as ledger:
+        ledger.db.execute("INSERT INTO deliveries VALUES ('later-run', ?, ?, 'h', now())", [bank, doc_a2])
+    with hindsight_server.client() as client:
+        before = sorted(server_documents(client, bank))
+        preview = invoke(runner, "forget", "--run", run_a, "--state", state, "--json")
+        assert preview.exit_code == 0
+        actions = {d["document_id"]: d["action"] for d in json.loads(preview.stdout)["documents"]}
+        assert actions == {"pi-import:forget-1:project:main:w0000": "would-delete",
+                           "pi-import:forget-1:project:main:w0001": "would-delete", doc_a2: "kept-shared"}
+        assert sorted(server_documents(client, bank)) == before
+        done = invoke(runner, "forget", "--run", run_a, "--confirm", "--state", state)
+        assert done.exit_code == 0 and "deleted 2" in done.stdout and "kept-shared 1" in done.stdout
+        assert sorted(server_documents(client, bank)) == sorted([doc_a2, "pi-import:forget-1:project:main:w0003",
+                                                                 "pi-import:forget-2:project:main:w0000"])
+        forced = invoke(runner, "forget", "--run", run_a, "--confirm", "--force", "--state", state)
+        assert forced.exit_code == 0 and doc_a2 not in server_documents(client, bank)
+    report = invoke(runner, "report", "--run", run_a, "--state", state, "--json")
+    assert json.loads(report.stdout)["forgotten"] == {"already-gone": 2, "deleted": 3, "kept-shared": 1}
+    shown = invoke(runner, "report", "--run", run_a, "--state", state)
+    assert "forgotten: already-gone 2, deleted 3, kept-shared 1" in shown.stdout

@@ -165,26 +165,45 @@ def test_operation_id_is_deterministic_and_order_free() -> None:
     assert operation_id("b", ["x", "y"]) == operation_id("b", ["y", "x"]) != operation_id("c", ["x", "y"])
 
 
-def test_rejected_items_are_marked_failed_with_the_servers_detail(tmp_path: Path) -> None:
-    handler, _ = sequence(httpx.Response(422, json={"detail": "bad timestamp"}))
+def test_a_refused_batch_is_split_until_the_refused_item_is_alone(tmp_path: Path) -> None:
+    """The server names one problem per request: the uploader bisects, so the others still get through."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        items = json.loads(request.content)["items"]
+        if any(i["document_id"] == "c" for i in items):
+            return httpx.Response(422, json={"detail": "bad timestamp in c"})
+        return ok(request)
+
     up, ledger = uploader(tmp_path, handler, inFlight=1)
-    for doc in "abcd":
+    for doc in "abcdef":
         up.add(row(doc), {"content": doc, "document_id": doc}, 10)
     up.finish()
     rows = dict(ledger.db.execute("SELECT document_id, status FROM documents").fetchall())
-    assert sorted(rows.values()) == ["failed", "failed", "failed", "sent"]
-    error = ledger.db.execute("SELECT error FROM documents WHERE status = 'failed'").fetchone()
-    assert error is not None and "bad timestamp" in error[0]
-    assert up.stats.statuses["failed"] == 3 and "bad timestamp" in up.stats.errors[0]
+    assert rows == {"a": "sent", "b": "sent", "c": "failed", "d": "sent", "e": "sent", "f": "sent"}
+    error = ledger.db.execute("SELECT error, retryable FROM documents WHERE status = 'failed'").fetchone()
+    assert error is not None and "bad timestamp in c" in error[0] and error[1] is False
+    assert up.stats.statuses["failed"] == 1 and "bad timestamp" in up.stats.errors[0]
     ledger.close()
 
 
-def test_wait_confirms_completed_and_fails_failed_operations(tmp_path: Path) -> None:
+def test_429_honours_retry_after() -> None:
+    handler, seen = sequence(httpx.Response(429, headers={"Retry-After": "4"}, json={"detail": "slow down"}))
+    sleeps: list[float] = []
+    assert client(handler, sleeps).retain("b", ITEM, "op").operation_id == "op"
+    assert sleeps == [4.0] and len(seen) == 2
+
+
+def test_wait_confirms_only_what_the_server_holds_with_our_hash(tmp_path: Path) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        if request.method == "GET":
+        if request.method == "GET" and "/operations/" in request.url.path:
             op = request.url.path.rsplit("/", 1)[-1]
             status = "failed" if op == failing else "completed"
             return httpx.Response(200, json={"status": status, "error_message": "extraction failed"})
+        if request.method == "GET":
+            doc = request.url.path.rsplit("/", 1)[-1]
+            held = {"a": "c-a", "b": "other"}  # b holds other content, c is not there at all
+            if doc not in held:
+                return httpx.Response(404, json={"detail": "Document not found"})
+            return httpx.Response(200, json={"id": doc, "content_hash": held[doc]})
         return ok(request)
 
     failing = operation_id("bank", ["h-d"])
@@ -192,7 +211,8 @@ def test_wait_confirms_completed_and_fails_failed_operations(tmp_path: Path) -> 
     for doc in "abcd":
         up.add(row(doc), {"content": doc, "document_id": doc}, 10)
     up.finish()
-    assert up.wait_for_operations(30, sleep=lambda _: None) == 0
+    assert up.wait_for_operations(30) == 0
     statuses = dict(ledger.db.execute("SELECT document_id, status FROM documents").fetchall())
-    assert statuses == {"a": "confirmed", "b": "confirmed", "c": "confirmed", "d": "failed"}
+    assert statuses == {"a": "confirmed", "b": "missing", "c": "missing", "d": "failed"}
+    assert ledger.document_hashes()[("bank", "d")][1] == "retry"  # an operation that failed is sent again
     ledger.close()
