@@ -207,3 +207,30 @@ def test_preflight_names_an_unreachable_server_without_its_password(tmp_path: Pa
         assert result.exit_code == 4, (command, result.output)
         assert "no answer from http://user:***@127.0.0.1" in json.loads(result.stdout)["error"]["message"]
         assert "hunter2secret" not in result.stdout + result.stderr
+
+
+def test_the_same_file_by_another_spelling_is_the_same_source(
+    tmp_path: Path, runner: CliRunner, sleeps: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S4: relative, absolute and symlinked paths to one file: one source; the later runs send nothing."""
+    fake = FakeState()
+    sessions = _session(tmp_path / "sessions")
+    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    link = tmp_path / "elsewhere" / "link.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(sessions)
+    monkeypatch.chdir(sessions.parent)
+    state = str(tmp_path / "state")
+    with fake_hindsight(fake) as url:
+        config = str(_config(tmp_path, url))
+        for spelling in ("s.jsonl", str(sessions), str(link), "../--work-faults--/./s.jsonl"):
+            before = fake.retain_requests
+            result = invoke(runner, "import", spelling, "--apply", "--config", config, "--state", state, "--json")
+            assert result.exit_code == 0, result.stderr
+            if spelling != "s.jsonl":
+                assert fake.retain_requests == before, f"{spelling} was sent again"
+                assert json.loads(result.stdout)["unchanged_files"] == 1
+    with Ledger(Path(state)) as ledger:
+        sources = [r[0] for r in ledger.db.execute("SELECT path FROM sources").fetchall()]
+    assert sources == [str(sessions.resolve())]
+    assert fake.doubled == 0 and len(fake.held(BANK)) >= TURNS - 2
