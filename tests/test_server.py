@@ -313,3 +313,25 @@ def test_forget_deletes_what_one_run_wrote_and_keeps_what_another_run_also_wrote
     assert json.loads(report.stdout)["forgotten"] == {"already-gone": 2, "deleted": 3, "kept-shared": 1}
     shown = invoke(runner, "report", "--run", run_a, "--state", state)
     assert "forgotten: already-gone 2, deleted 3, kept-shared 1" in shown.stdout
+
+
+def test_server_script_stop_drops_the_data(tmp_path: Path) -> None:
+    """A stopped instance started again with the same state folder serves no old bank."""
+    from tests.server import _start, _stop
+
+    state = tmp_path / "server-state"
+    bank = "dropped-on-stop"
+    try:
+        server = _start(state, None)
+        with server.client() as client:
+            client.retain(bank, [{"content": "kept only until stop", "document_id": "d1"}], str(uuid.uuid4()))
+            banks = client.request("GET", "/v1/default/banks").json()["banks"]
+            assert bank in [b["bank_id"] for b in banks]
+        _stop(state)
+        assert not (state / "state.json").exists()
+        server = _start(state, None)
+        with server.client() as client:
+            banks = client.request("GET", "/v1/default/banks").json()["banks"]
+            assert bank not in [b["bank_id"] for b in banks]
+    finally:
+        _stop(state)
