@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from hindsight_batch.config.model import Settings
     from hindsight_batch.routing.models import MemoryRouteDecision
     from hindsight_batch.sinks.hindsight import HindsightClient
+    from hindsight_batch.sinks.ledger import Ledger
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,8 +103,8 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
 @click.option("--delete-stale", is_flag=True,
-              help="Delete the server's pi-import: documents of these sessions that the plan no longer has "
-                   "(with --apply; without it, list them).")
+              help="Delete the server's pi-import: documents of the sessions this ledger planned that the current "
+                   "plan no longer has (with --apply; without it, list them).")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
@@ -209,7 +210,7 @@ def import_command(
         sys.exit(EXIT_ITEMS_FAILED)
 
 
-def _delete_stale(ledger: Any, client: HindsightClient, apply: bool) -> dict[str, Any]:
+def _delete_stale(ledger: Ledger, client: HindsightClient, apply: bool) -> dict[str, Any]:
     """The server's documents of planned sessions that the plan no longer has; deleted with --apply."""
     from hindsight_batch.verify import stale_documents
 

@@ -416,7 +416,7 @@ class Importer:
             self._session_files = {}
             for known_path, session in self.ledger.source_sessions().items():
                 if Path(known_path).is_file():
-                    self._session_files.setdefault(session, set()).add(known_path)
+                    self._session_files.setdefault(session, set()).add(str(Path(known_path).resolve()))
         paths = self._session_files.setdefault(session_id, set())
         paths.add(path)
         return min(p for p in paths if p == path or Path(p).is_file())

@@ -234,3 +234,24 @@ def test_the_same_file_by_another_spelling_is_the_same_source(
         sources = [r[0] for r in ledger.db.execute("SELECT path FROM sources").fetchall()]
     assert sources == [str(sessions.resolve())]
     assert fake.doubled == 0 and len(fake.held(BANK)) >= TURNS - 2
+
+
+def test_a_ledger_that_recorded_a_relative_spelling_still_owns_its_session(
+    tmp_path: Path, runner: CliRunner, sleeps: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source row written by an older version under a relative path is the same file, not a duplicate."""
+    fake = FakeState()
+    sessions = _session(tmp_path / "sessions")
+    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    monkeypatch.chdir(sessions.parent)
+    state = str(tmp_path / "state")
+    with fake_hindsight(fake) as url:
+        config = str(_config(tmp_path, url))
+        assert invoke(runner, "import", "s.jsonl", "--apply", "--config", config, "--state", state).exit_code == 0
+        with Ledger(Path(state)) as ledger:
+            ledger.db.execute("UPDATE sources SET path = '../--work-faults--/s.jsonl'")
+        before = fake.retain_requests
+        result = invoke(runner, "import", "s.jsonl", "--apply", "--config", config, "--state", state, "--json")
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0 and data["duplicate_sessions"] == [] and data["sessions"] == 1
+    assert fake.retain_requests == before

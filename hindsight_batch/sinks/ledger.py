@@ -82,6 +82,15 @@ class DocumentRow:
     operation_id: str | None = None
 
 
+_DOCUMENT_COLUMNS = ("bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
+                     "metadata, status, operation_id")
+
+
+def _document_row(r: tuple[Any, ...]) -> DocumentRow:
+    return DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"), json.loads(r[8] or "{}"),
+                       r[9], r[10])
+
+
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -207,26 +216,19 @@ class Ledger:
         wanted = list(statuses) if statuses is not None else None
         where = f"WHERE status IN ({', '.join('?' * len(wanted))}) " if wanted else ""
         rows = self.db.execute(
-            "SELECT bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
-            f"metadata, status, operation_id FROM documents {where}ORDER BY bank_id, document_id", wanted or []
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents {where}ORDER BY bank_id, document_id", wanted or []
         ).fetchall()
-        return [
-            DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"),
-                        json.loads(r[8] or "{}"), r[9], r[10])
-            for r in rows
-        ]
+        return [_document_row(r) for r in rows]
 
     def documents_by_id(self, bank_id: str, document_ids: list[str]) -> list[DocumentRow]:
         found: list[DocumentRow] = []
         for start in range(0, len(document_ids), _BATCH):
             part = document_ids[start : start + _BATCH]
             rows = self.db.execute(
-                "SELECT bank_id, document_id, bank_role, source_path, session_id, content_hash, item_hash, tags, "
-                f"metadata, status, operation_id FROM documents WHERE bank_id = ? AND document_id IN "
+                f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE bank_id = ? AND document_id IN "
                 f"({', '.join('?' * len(part))})", [bank_id, *part]
             ).fetchall()
-            found += [DocumentRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7] or "[]"),
-                                  json.loads(r[8] or "{}"), r[9], r[10]) for r in rows]
+            found += [_document_row(r) for r in rows]
         return found
 
     def open_operations(self, statuses: tuple[str, ...] = ("sent",)) -> dict[tuple[str, str], list[str]]:
