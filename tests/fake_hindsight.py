@@ -33,6 +33,7 @@ class FakeState:
     retry_after: str = "7"
     hang_seconds: float = 1.5
     api_key: str | None = None
+    broken_reads: bool = False  # every document listing answers 500
     documents: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
     faulted_once: set[str] = field(default_factory=set)
@@ -105,6 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif len(parts) == 6 and parts[4] == "operations":
                 op = state.operations.get(parts[5])
                 self._send(200, {"operation_id": parts[5], "status": op["status"] if op else "not_found"})
+            elif len(parts) == 5 and parts[4] == "documents" and state.broken_reads:
+                self._send(500, {"detail": "database is down"})
             elif len(parts) == 5 and parts[4] == "documents":
                 docs = state.documents.get(parts[3])
                 if docs is None:

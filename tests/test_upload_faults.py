@@ -255,3 +255,19 @@ def test_a_ledger_that_recorded_a_relative_spelling_still_owns_its_session(
     data = json.loads(result.stdout)
     assert result.exit_code == 0 and data["duplicate_sessions"] == [] and data["sessions"] == 1
     assert fake.retain_requests == before
+
+
+def test_a_server_that_keeps_failing_a_read_ends_verify_with_exit_4_and_one_json_object(
+    tmp_path: Path, runner: CliRunner, sleeps: list[float]
+) -> None:
+    fake = FakeState()
+    sessions = _session(tmp_path / "sessions")
+    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    state = str(tmp_path / "state")
+    with fake_hindsight(fake) as url:
+        config = str(_config(tmp_path, url))
+        assert invoke(runner, "import", str(sessions), "--apply", "--config", config, "--state", state).exit_code == 0
+        fake.broken_reads = True
+        result = invoke(runner, "verify", "--config", config, "--state", state, "--json")
+    assert result.exit_code == 4
+    assert json.loads(result.stdout)["error"]["message"] == "HTTP 500: database is down"

@@ -42,8 +42,9 @@ class UnreachableError(ServerError):
     """No answer from the server after every retry."""
 
 
-class RequestRejected(Exception):
-    """The server refused this request's items (a 4xx other than 401/403, or 5xx after every retry)."""
+class RequestRejected(ServerError):
+    """The server refused this request's items (a 4xx other than 401/403, or 5xx after every retry). The uploader
+    and flush fail just those items; anywhere else (a read that keeps failing) it ends the command, exit 4."""
 
     def __init__(self, status: int, detail: str) -> None:
         self.status = status
