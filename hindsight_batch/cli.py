@@ -607,8 +607,8 @@ def forget_command(run_id: str, confirm: bool, force: bool, state_dir: Path | No
 
     \b
     Examples:
-      hindsight-batch forget --run 20260501T100000-1a2b3c
-      hindsight-batch forget --run 20260501T100000-1a2b3c --confirm
+      hindsight-batch forget --run 20260501T100000Z-1a2b3c4d
+      hindsight-batch forget --run 20260501T100000Z-1a2b3c4d --confirm
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.forget import forget_run

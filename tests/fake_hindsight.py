@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 class FakeState:
     schedule: dict[int, str] = field(default_factory=dict)
     retry_after: str = "7"
-    hang_seconds: float = 1.5
+    hang_seconds: float = 3.0  # longer than the tests' client timeout (2 s)
     api_key: str | None = None
     broken_reads: bool = False  # every document listing answers 500
     documents: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)

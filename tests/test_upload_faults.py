@@ -42,7 +42,7 @@ def _session(folder: Path) -> Path:
 
 def _config(tmp_path: Path, url: str, key: str | None = None) -> Path:
     config = {"baseUrl": url, "import": {"turnsPerChunk": 1}, "banks": {"project": {"bankId": BANK}},
-              "upload": {"batchItems": 4, "inFlight": 2, "timeoutSeconds": 0.5, "maxAttempts": 4}}
+              "upload": {"batchItems": 4, "inFlight": 2, "timeoutSeconds": 2.0, "maxAttempts": 4}}
     if key:
         config["apiKey"] = key
     path = tmp_path / "config.json"

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight_batch.config.model import Upload
-from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted, pause
+from hindsight_batch.sinks import hindsight as hindsight_api
+from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 
 OPERATION_NAMESPACE = uuid.UUID("5d9c7f3e-6a51-4c0e-9f0b-8c1d2e3f4a5b")
@@ -69,7 +70,7 @@ class Uploader:
         self._ledger = ledger
         self._run_id = run_id
         self._settings = settings
-        self._sleep = sleep or (lambda seconds: pause(seconds))
+        self._sleep = sleep or (lambda seconds: hindsight_api.pause(seconds))  # tests replace `pause`
         self._batches: dict[str, _Batch] = {}
         self._pool = ThreadPoolExecutor(max_workers=settings.in_flight, thread_name_prefix="upload")
         self._inflight: dict[Future[RetainAccepted], tuple[str, str, _Batch]] = {}
