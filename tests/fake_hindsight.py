@@ -33,6 +33,7 @@ class FakeState:
     retry_after: str = "7"
     hang_seconds: float = 3.0  # longer than the tests' client timeout (2 s)
     api_key: str | None = None
+    processing_polls: int = 0  # an operation says "processing" to its first N status requests
     broken_reads: bool = False  # every document listing answers 500
     documents: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -105,7 +106,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, {"banks": [{"bank_id": b} for b in state.documents], "total": len(state.documents)})
             elif len(parts) == 6 and parts[4] == "operations":
                 op = state.operations.get(parts[5])
-                self._send(200, {"operation_id": parts[5], "status": op["status"] if op else "not_found"})
+                status = op["status"] if op else "not_found"
+                if op and op.setdefault("polls", 0) < state.processing_polls:
+                    op["polls"] += 1
+                    status = "processing"
+                self._send(200, {"operation_id": parts[5], "status": status})
             elif len(parts) == 5 and parts[4] == "documents" and state.broken_reads:
                 self._send(500, {"detail": "database is down"})
             elif len(parts) == 5 and parts[4] == "documents":
