@@ -276,3 +276,11 @@ def test_a_server_that_keeps_failing_a_read_ends_verify_with_exit_4_and_one_json
         result = invoke(runner, "verify", "--config", config, "--state", state, "--json")
     assert result.exit_code == 4
     assert json.loads(result.stdout)["error"]["message"] == "HTTP 500: database is down"
+
+
+def test_status_masks_a_password_in_the_server_url(tmp_path: Path, runner: CliRunner) -> None:
+    config = _config(tmp_path, "https://user:hunter2secret@hindsight.example:8443/base")
+    result = invoke(runner, "status", "--config", str(config), "--json")
+    assert result.exit_code == 0 and "hunter2secret" not in result.stdout
+    settings = {row["key"]: row["value"] for row in json.loads(result.stdout)["settings"]}
+    assert settings["baseUrl"] == "https://user:***@hindsight.example:8443/base"
