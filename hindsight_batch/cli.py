@@ -391,6 +391,8 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
         plan = result.plan
         line = (f"{result.status}: {result.file}: remove {len(plan.get('remove', []))}, "
                 f"re-link {len(plan.get('relink', []))}, fix references {len(plan.get('fix_references', []))}")
+        if plan.get("drop_labels"):
+            line += f", drop {len(plan['drop_labels'])} label(s) on removed entries"
         if plan.get("neutralise"):
             line += f", neutralise {len(plan['neutralise'])} (active leaf)"
         _echo_err(line)

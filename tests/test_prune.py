@@ -142,7 +142,7 @@ def tree(tmp_path: Path) -> tuple[SessionBuilder, dict[str, str]]:
     return b, ids
 
 
-def test_children_compaction_label_and_branch_summary_are_relinked(tmp_path: Path) -> None:
+def test_children_compaction_and_branch_summary_are_relinked_and_a_label_on_recall_dropped(tmp_path: Path) -> None:
     b, ids = tree(tmp_path)
     path = b.write(tmp_path / "s.jsonl")
     original_lines = path.read_bytes().split(b"\n")
@@ -153,8 +153,8 @@ def test_children_compaction_label_and_branch_summary_are_relinked(tmp_path: Pat
     assert entries[ids["a1"]]["parentId"] == ids["u1"] and entries[ids["side"]]["parentId"] == ids["u1"]
     assert entries[ids["u2"]]["parentId"] == ids["a1"]
     assert entries[ids["comp"]]["firstKeptEntryId"] == ids["u2"]  # the next surviving entry on its path
-    assert entries[ids["label"]]["targetId"] == ids["u1"]
-    assert entries[ids["bs"]]["fromId"] == ids["a1"]
+    assert ids["label"] not in entries and result.plan["drop_labels"] == [ids["label"]]  # its target is gone
+    assert entries[ids["bs"]]["fromId"] == ids["a1"] and entries[ids["bs"]]["parentId"] == ids["comp"]
     new_lines = path.read_bytes().split(b"\n")
     changed = {ids["a1"], ids["side"], ids["u2"], ids["comp"], ids["label"], ids["bs"]}
     untouched = [line for line in original_lines
@@ -270,11 +270,12 @@ def test_permissions_and_mtime_are_kept_and_restore_round_trips(runner: CliRunne
     assert result.exit_code == 0, result.stderr
     assert path.stat().st_mtime_ns == 1_700_000_000_123_456_789 and path.stat().st_mode & 0o777 == 0o640
     backup = next((tmp_path / "bk").iterdir())
-    assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o640
+    assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o600  # private, see fsutil
     pruned = path.read_bytes()
     restored = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--to", str(path), "--force")
     assert restored.exit_code == 0, restored.stderr
     assert path.read_bytes() == original and path.stat().st_mtime_ns == 1_700_000_000_123_456_789
+    assert path.stat().st_mode & 0o777 == 0o640  # the session file's own mode, not the backup's
     assert pruned != original
     # Without --to, a backup beside the file knows where it belongs.
     beside = confirm(path)
