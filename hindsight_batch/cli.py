@@ -389,7 +389,8 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
         if result.status in ("clean", "not-a-session"):
             continue
         plan = result.plan
-        line = (f"{result.status}: {result.file}: remove {len(plan.get('remove', []))}, "
+        name = f"{result.file} -> {result.target}" if result.target else result.file
+        line = (f"{result.status}: {name}: remove {len(plan.get('remove', []))}, "
                 f"re-link {len(plan.get('relink', []))}, fix references {len(plan.get('fix_references', []))}")
         if plan.get("drop_labels"):
             line += f", drop {len(plan['drop_labels'])} label(s) on removed entries"

@@ -302,7 +302,7 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
     leaf = entries[-1]
     while True:  # each turn keeps or neutralises one more entry, so this ends
         removed = recall - keep - neutralise
-        stuck = _drop_labels(labels, by_id, removed, keep | neutralise)
+        stuck = _drop_labels([e for e in labels if e.seq not in neutralise], by_id, removed, keep)
         if stuck is not None:
             keep.add(stuck.seq)
             plan.left_alone.append(f"line {stuck.lineno}: kept, a label that cannot be removed refers to it")
@@ -366,7 +366,7 @@ def _surviving_ancestor(entry: Entry, by_id: dict[str, Entry], removed: set[int]
     return parent
 
 
-def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int], fixed: set[int]) -> Entry | None:
+def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int], keep: set[int]) -> Entry | None:
     """Add to ``removed`` every label whose target is removed (pi's last label for an entry wins, so moving one
     onto another entry would overwrite that entry's own label). Returns a target that must stay instead, when
     such a label cannot be removed (inside a glued line, sharing its id, or itself kept)."""
@@ -377,7 +377,7 @@ def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int]
             target = by_id.get(label.target_id or "")
             if label.seq in removed or target is None or target.seq not in removed:
                 continue
-            if label.glued or label.seq in fixed or by_id.get(label.id or "") is not label:
+            if label.glued or label.seq in keep or by_id.get(label.id or "") is not label:
                 return target
             removed.add(label.seq)
             grew = True
@@ -628,9 +628,12 @@ class PruneResult:
     plan: dict[str, Any]
     backup: str | None = None
     reason: str | None = None
+    target: str | None = None  # the real file, when ``file`` is a symlink
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "status": self.status, "backup": self.backup, "reason": self.reason, **self.plan}
+        plan = {k: v for k, v in self.plan.items() if k != "file"}
+        return {"file": self.file, "target": self.target, "status": self.status, "backup": self.backup,
+                "reason": self.reason, **plan}
 
 
 def prune_file(
@@ -646,43 +649,47 @@ def prune_file(
     # A symlinked session is pruned at its target (what the user means), and the link stays a link: the new
     # file, its temporary name and the backup all live beside the real file.
     real = Path(os.path.realpath(path))
-    shown = str(path) if real == path else f"{path} -> {real}"
+    link = None if real == path.absolute() else str(real)
+
+    def outcome(status: str, plan: dict[str, Any], backup: str | None = None, reason: str | None = None) -> PruneResult:
+        return PruneResult(str(path), status, plan, backup, reason, link)
+
     clean_stray_temps(real.parent)
     first = real.stat()
     plan = plan_prune(real, types)
     if plan.problem:
-        return PruneResult(shown, "not-a-session", plan.to_dict(), reason=plan.problem)
+        return outcome("not-a-session", plan.to_dict(), reason=plan.problem)
     if not plan.changes:
-        return PruneResult(shown, "clean", plan.to_dict())
+        return outcome("clean", plan.to_dict())
     # Another hard link: the rename gives this name the new file, and every other name keeps the old one, recall
     # included (and could still be appended to by pi). Refused unless --force, so it is never done unknowingly.
     links = (f"{first.st_nlink - 1} other hard link(s) to this file keep the original bytes, recall included: "
              "pruning replaces this name only") if first.st_nlink > 1 else None
     if not confirm:
-        return PruneResult(shown, "preview", plan.to_dict(), reason=links)
+        return outcome("preview", plan.to_dict(), reason=links)
     if links and not force:
-        return PruneResult(shown, "refused", plan.to_dict(),
+        return outcome("refused", plan.to_dict(),
                            reason=f"{links} (prune each name, or remove the other links; --force rewrites this "
                                   "name alone)")
     age = (now if now is not None else time.time()) - first.st_mtime
     if age < min_age and not force:
-        return PruneResult(shown, "refused", plan.to_dict(),
+        return outcome("refused", plan.to_dict(),
                            reason=f"modified {age:.0f} s ago, within --min-age {min_age:.0f} s: it may be a live "
                                   "session (use --force if it is not)")
     if (plan.size, plan.mtime_ns) != (first.st_size, first.st_mtime_ns):
-        return PruneResult(shown, "refused", plan.to_dict(), reason="the file changed while it was read")
+        return outcome("refused", plan.to_dict(), reason="the file changed while it was read")
     backup = backup_path(real, backup_dir)
     try:
         _install_with_backup(real, plan, first, backup, copy=first.st_nlink > 1)
     except PruneRefused as exc:
-        return PruneResult(shown, "refused", plan.to_dict(), reason=str(exc))
+        return outcome("refused", plan.to_dict(), reason=str(exc))
     problem_after = check_file(real, plan, backup, plan.entries)
     if problem_after:
         restore(backup, real, force=True, min_age=0)
-        return PruneResult(shown, "failed", plan.to_dict(), str(backup),
+        return outcome("failed", plan.to_dict(), str(backup),
                            reason=f"check after writing failed ({problem_after}); the original was put back")
     _make_private(backup)
-    return PruneResult(shown, "pruned", plan.to_dict(), str(backup), reason=links)
+    return outcome("pruned", plan.to_dict(), str(backup), reason=links)
 
 
 def _install_with_backup(path: Path, plan: PrunePlan, stat: os.stat_result, backup: Path, copy: bool) -> None:
