@@ -212,3 +212,32 @@ def test_a_server_error_that_echoes_the_api_key_is_masked(
     basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     assert "HTTP 401" in status.stdout and "Basic ***" in status.stdout and basic not in status.stdout
     assert_no_credential(status.stdout, status.stderr)
+
+
+def test_every_line_the_cli_prints_goes_through_the_masking_helpers(capsys: pytest.CaptureFixture[str]) -> None:
+    from hindsight_batch import cli
+
+    cli._echo(f"out http://alice:{PASSWORD}@h/?token={TOKEN}")
+    cli._echo_err(f"err http://alice:{PASSWORD}@h/?token={TOKEN}")
+    captured = capsys.readouterr()
+    assert_no_credential(captured.out, captured.err)
+    assert "alice:***@h/?token=***" in captured.out and "alice:***@h/?token=***" in captured.err
+    source = Path(cli.__file__).read_text()
+    assert source.count("click.echo(") == 2  # only inside _echo and _echo_err
+
+
+def test_a_rejected_request_stores_the_servers_detail_masked(tmp_path: Path) -> None:
+    """An error detail is kept in the ledger and in a queue's lastError: it is masked before it is stored."""
+    import httpx
+
+    from hindsight_batch.sinks.hindsight import RequestRejected
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(422, json={"detail": f"bad item from {request.headers['Authorization']} "
+                                                   f"at http://alice:{PASSWORD}@proxy/?sig={TOKEN}"})
+
+    with HindsightClient("http://127.0.0.1:9", API_KEY, transport=httpx.MockTransport(handler),
+                         max_attempts=1) as client, pytest.raises(RequestRejected) as raised:
+        client.retain("b", [{"content": "x"}], "op")
+    assert_no_credential(str(raised.value), raised.value.detail)
+    assert "Bearer ***" in raised.value.detail

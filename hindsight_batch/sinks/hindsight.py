@@ -68,12 +68,13 @@ def _bank(bank_id: str) -> str:
 
 
 def _detail(response: httpx.Response) -> str:
+    """The server's error detail, masked: it is printed, and stored in the ledger and in queue files."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:500]
+        return mask(response.text[:500])
     detail = body.get("detail", body) if isinstance(body, dict) else body
-    return str(detail)[:1000]
+    return mask(str(detail)[:1000])
 
 
 def _retry_after(value: str | None) -> float | None:
