@@ -338,7 +338,8 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
               help="Keep backups here instead of beside each file.")
 @click.option("--min-age", default="30m", show_default=True,
               help="Refuse files modified more recently than this (a live session): 90s, 30m, 2h, 0.")
-@click.option("--force", is_flag=True, help="Rewrite even a recently modified file.")
+@click.option("--force", is_flag=True,
+              help="Rewrite even a recently modified file, and a file with other hard links (this name only).")
 @click.option("--restore", "restore_backup", type=click.Path(dir_okay=False, path_type=Path),
               help="Put this backup back in place of the file it came from.")
 @click.option("--to", "restore_to", type=click.Path(dir_okay=False, path_type=Path),

@@ -241,3 +241,12 @@ def test_a_rejected_request_stores_the_servers_detail_masked(tmp_path: Path) -> 
         client.retain("b", [{"content": "x"}], "op")
     assert_no_credential(str(raised.value), raised.value.detail)
     assert "Bearer ***" in raised.value.detail
+
+
+def test_a_new_private_folder_is_0700_even_under_a_umask_that_takes_owner_bits(tmp_path: Path) -> None:
+    old = os.umask(0o277)
+    try:
+        folder = fsutil.private_dir(tmp_path / "state")
+    finally:
+        os.umask(old)
+    assert mode(folder) == 0o700
