@@ -656,7 +656,7 @@ def prune_file(
     # A symlinked session is pruned at its target (what the user means), and the link stays a link: the new
     # file, its temporary name and the backup all live beside the real file.
     real = Path(os.path.realpath(path))
-    link = None if real == path.absolute() else str(real)
+    link = str(real) if path.is_symlink() else None
 
     def outcome(status: str, plan: dict[str, Any], backup: str | None = None, reason: str | None = None) -> PruneResult:
         return PruneResult(str(path), status, plan, backup, reason, link)
