@@ -250,3 +250,26 @@ def test_a_new_private_folder_is_0700_even_under_a_umask_that_takes_owner_bits(t
     finally:
         os.umask(old)
     assert mode(folder) == 0o700
+
+
+def test_a_failed_operations_error_is_stored_masked_in_the_ledger(tmp_path: Path) -> None:
+    import httpx
+
+    from hindsight_batch.sinks.upload import operation_id
+    from tests.test_upload_errors import ok, row, uploader
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json={"status": "failed", "error_message":
+                                             f"fetch http://alice:{PASSWORD}@kb/?token={TOKEN} failed"})
+        return ok(request)
+
+    up, ledger = uploader(tmp_path, handler)
+    up.add(row("d"), {"content": "d", "document_id": "d"}, 10)
+    up.finish()
+    assert up.wait_for_operations(30, sleep=lambda _: None) == 0
+    stored = ledger.db.execute("SELECT error FROM documents WHERE document_id = 'd'").fetchone()
+    ledger.close()
+    assert stored is not None and "alice:***@kb/?token=***" in stored[0]
+    assert_no_credential(stored[0], *up.stats.errors)
+    assert operation_id("bank", ["h-d"])  # the operation the server was asked about
