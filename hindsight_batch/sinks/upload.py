@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight_batch.config.model import Upload
+from hindsight_batch.masking import mask
 from hindsight_batch.sinks import hindsight as hindsight_api
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger
@@ -150,7 +151,7 @@ class Uploader:
             self._collect(block=True)
         self._pool.shutdown(wait=True)
 
-    def wait_for_operations(self, timeout: float) -> int:
+    def wait_for_operations(self, timeout: float, sleep: Callable[[float], None] | None = None) -> int:
         """Poll every operation still open in the ledger (this run's, and those an interrupted run left) until it
         ends or ``timeout`` passes; a completed one confirms only the documents the server holds with our content
         hash. Return how many operations are still open."""
@@ -168,7 +169,7 @@ class Uploader:
                 self.stats.statuses.update(outcome.statuses)
                 self.stats.errors.extend(outcome.errors[: 50 - len(self.stats.errors)])
             if open_ops:
-                self._sleep(delay)
+                (sleep or self._sleep)(delay)
                 delay = min(delay * 1.5, 5.0)
         return len(open_ops)
 
@@ -190,7 +191,7 @@ def settle_operation(ledger: Ledger, client: HindsightClient, bank_id: str, op: 
         return None
     outcome = Settled()
     if status == "failed" or status == "cancelled":
-        detail = answer.get("error_message") or status
+        detail = mask(str(answer.get("error_message") or status))  # stored in the ledger
         ledger.set_status(bank_id, ids, "failed", f"operation {status}: {detail}", retryable=True)
         outcome.statuses["failed"] += len(ids)
         outcome.errors.append(f"{bank_id}: operation {op} {status}: {detail}")
