@@ -75,7 +75,7 @@ def cli() -> None:
 
     \b
     Commands that only read: import (dry run), route, status, report, verify.
-    Writing to the server: import --apply, flush. Writing session files:
+    Writing to the server: import --apply, flush, forget --confirm. Writing session files:
     only prune-recall-messages --confirm; every other command opens them read-only.
     Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
     """
@@ -165,7 +165,7 @@ def import_command(
     flags = {"import.branches": branches, "import.compaction": compaction, "userRetain.mode": mode}
     resolver = ConfigResolver(config_file=config_file, flags=flags)
     global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
-    files = find_session_files(list(paths))
+    files = find_session_files(list(paths), resolve=True)  # a source is a file, not a spelling (S4)
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,

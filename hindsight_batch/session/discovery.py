@@ -25,13 +25,15 @@ def _jsonl_in(folder: Path) -> list[Path]:
     return [p for p in folder.glob("*.jsonl") if p.is_file()]
 
 
-def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = None) -> list[Path]:
+def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = None, *,
+                       resolve: bool = False) -> list[Path]:
     """Session files named by ``paths`` (files, or folders holding ``*.jsonl`` directly or one folder down,
     the per-cwd layout of pi), or under the default root when ``paths`` is empty. Sorted, without duplicates.
 
-    Each file is named by its resolved path (absolute, symlinks followed): a source is a file, not a spelling,
-    so the same file reached as ``./s.jsonl``, ``/home/me/s.jsonl`` or through a symlink has one ledger row and
-    one ``source_file``, and a re-run over it sends nothing (S4)."""
+    With ``resolve`` (what ``import`` asks for), each file is named by its resolved path (absolute, symlinks
+    followed): a source is a file, not a spelling, so the same file reached as ``./s.jsonl``, ``/home/me/s.jsonl``
+    or through a symlink has one ledger row and one ``source_file``, and a re-run over it sends nothing (S4).
+    ``prune-recall-messages`` keeps the spelling it was given (it reports a symlink and its target)."""
     roots = list(paths)
     if not roots:
         root = default_session_root(env)
@@ -49,4 +51,4 @@ def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = No
                     found.update(_jsonl_in(sub))
         else:
             raise UsageError(f"no such file or folder: {path}")
-    return sorted({path.resolve() for path in found})
+    return sorted({path.resolve() for path in found} if resolve else found)
