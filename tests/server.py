@@ -20,6 +20,9 @@ from hindsight_batch.sinks.hindsight import HindsightClient
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "hindsight-server"
+# The shared install, named before any test gives HOME a temporary folder (a server started from inside a test
+# would otherwise install a fresh 1.4 GB copy there).
+SERVER_HOME = os.environ.get("HINDSIGHT_SERVER_HOME") or str(Path.home() / ".cache" / "hindsight-batch" / "server")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class Server:
 
 def _start(state: Path, api_key: str | None) -> Server:
     args = [sys.executable, str(SCRIPT), "start", "--state", str(state), "--json"]
-    env = dict(os.environ)
+    env = {**os.environ, "HINDSIGHT_SERVER_HOME": SERVER_HOME}
     if api_key:
         env["HB_TEST_SERVER_KEY"] = api_key
         args += ["--api-key-env", "HB_TEST_SERVER_KEY"]
@@ -44,7 +47,8 @@ def _start(state: Path, api_key: str | None) -> Server:
 
 
 def _stop(state: Path) -> None:
-    subprocess.run([sys.executable, str(SCRIPT), "stop", "--state", str(state)], capture_output=True, timeout=120)
+    subprocess.run([sys.executable, str(SCRIPT), "stop", "--state", str(state)], capture_output=True, timeout=120,
+                   env={**os.environ, "HINDSIGHT_SERVER_HOME": SERVER_HOME})
 
 
 @pytest.fixture(scope="session")
