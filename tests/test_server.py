@@ -335,3 +335,25 @@ def test_server_script_stop_drops_the_data(tmp_path: Path) -> None:
             assert bank not in [b["bank_id"] for b in banks]
     finally:
         _stop(state)
+
+
+def test_server_script_install_waits_for_another_runs_install(tmp_path: Path) -> None:
+    """Several test runs share the server install: one waits on the lock while another installs."""
+    import fcntl
+    import runpy
+
+    from tests.server import SCRIPT
+
+    home = tmp_path / "server-home"
+    (home / "venv" / "bin").mkdir(parents=True)
+    (home / "venv" / "bin" / "hindsight-api").touch()
+    (home / "installed.json").write_text(json.dumps(runpy.run_path(str(SCRIPT))["PINS"]))
+    env = {**os.environ, "HINDSIGHT_SERVER_HOME": str(home)}
+    with (home / "install.lock").open("a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # another run is installing
+        waiting = subprocess.Popen([sys.executable, str(SCRIPT), "install"], env=env, stdout=subprocess.PIPE)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(1.0)
+        fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    out, _ = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0 and out.decode().strip() == str(home / "venv")
