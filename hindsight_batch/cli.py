@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +15,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hindsight_batch import __version__, build
-from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.errors import (
+    EXIT_BUSY,
+    EXIT_CONFIG,
+    EXIT_INTERNAL,
+    EXIT_ITEMS_FAILED,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    HindsightBatchError,
+    Terminated,
+    UsageError,
+    failure_reason,
+)
 from hindsight_batch.session.discovery import find_session_files
 
 # The commands import what they use when they run: `--help` and `prune-recall-messages` then start without
@@ -23,6 +36,7 @@ if TYPE_CHECKING:
     from hindsight_batch.config.model import Settings
     from hindsight_batch.routing.models import MemoryRouteDecision
     from hindsight_batch.sinks.hindsight import HindsightClient
+    from hindsight_batch.sinks.ledger import Ledger
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,18 +45,61 @@ def _echo_err(message: str) -> None:
     click.echo(message, err=True)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _debug() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("debug"))
+
+
 def handle_errors(func: F) -> F:
-    """Turn our exceptions into one clear line on stderr and the documented exit code."""
+    """Turn every way a command can end badly into one clear line on stderr and the documented exit code: our
+    errors, an interrupt (SIGINT 130, SIGTERM 143; ``finally`` blocks record the run first), and an unexpected
+    exception (70; its traceback only with ``--debug``). No traceback reaches the user otherwise."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminated)
+        except ValueError:  # not the main thread (an embedding program): keep its handling
+            previous = None
         try:
             return func(*args, **kwargs)
         except HindsightBatchError as exc:
             _echo_err(f"hindsight-batch: error: {exc}")
             sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            _echo_err("hindsight-batch: interrupted (SIGINT)")
+            sys.exit(EXIT_SIGINT)
+        except Terminated:
+            _echo_err("hindsight-batch: terminated (SIGTERM)")
+            sys.exit(EXIT_SIGTERM)
+        except Exception as exc:
+            if _debug():
+                traceback.print_exc()
+            _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
+                      f"{'the traceback is above' if _debug() else 'run again with --debug to see where'})")
+            sys.exit(EXIT_INTERNAL)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
     return wrapper  # type: ignore[return-value]
+
+
+def open_ledger(state_dir: Path | None) -> Ledger:
+    """The ledger in ``--state`` or the default folder. A folder that cannot be made or written is a usage error
+    (2) when named by ``--state``, a configuration error (3) when it came from $XDG_STATE_HOME or $HOME."""
+    from hindsight_batch.sinks.ledger import Ledger, LedgerPathError, default_state_dir
+
+    try:
+        return Ledger(state_dir or default_state_dir())
+    except LedgerPathError as exc:
+        if state_dir is None:
+            exc.exit_code = EXIT_CONFIG
+        raise
 
 
 def common_options(func: F) -> F:
@@ -60,14 +117,16 @@ def _progress(quiet: bool) -> bool:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="hindsight-batch",
                       message=f"%(prog)s, version %(version)s ({build()} build)")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="On an internal error, show the traceback (for a bug report).")
+def cli(debug: bool) -> None:
     """Move Pi coding-agent transcripts into Hindsight memory, safely.
 
     \b
     Commands that only read: import (dry run), route, status, report, verify.
     Writing to the server: import --apply, flush. Writing session files:
     only prune-recall-messages --confirm; every other command opens them read-only.
-    Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
+    Exit codes: 0 ok, 1 some items or files failed, 2 usage, 3 configuration, 4 server,
+    70 internal error, 75 busy, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
 
 
@@ -142,7 +201,7 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.sinks.manifest import ManifestWriter
     from hindsight_batch.sinks.upload import Uploader
 
     if wait and not apply:
@@ -165,17 +224,21 @@ def import_command(
         max_seconds=max_seconds,
         jobs=jobs,
     )
-    with Ledger(state_dir or default_state_dir()) as ledger:
-        if apply:
-            with client_for(global_settings) as client:
-                client.version()  # unreachable or unauthorized: exit 4 before any work
+    writer = ManifestWriter(manifest)  # a bad --manifest path fails here, before the ledger folder is made
+    try:
+        with open_ledger(state_dir) as ledger:
+            if apply:
+                with client_for(global_settings) as client:
+                    client.version()  # unreachable or unauthorized: exit 4 before any work
 
-                def uploader(run_id: str) -> Uploader:
-                    return Uploader(client, ledger, run_id, global_settings.upload)
+                    def uploader(run_id: str) -> Uploader:
+                        return Uploader(client, ledger, run_id, global_settings.upload)
 
-                summary = Importer(resolver, ledger, options, files, uploader).run()
-        else:
-            summary = Importer(resolver, ledger, options, files).run()
+                    summary = Importer(resolver, ledger, options, files, uploader, writer).run()
+            else:
+                summary = Importer(resolver, ledger, options, files, manifest=writer).run()
+    finally:
+        writer.close(complete=False)  # a no-op after the run renamed it into place
     data = summary.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -183,7 +246,7 @@ def import_command(
         click.echo(_catch_up_line(data))
     elif not quiet:
         _print_import_summary(data)
-    if data["upload"] and data["upload"]["failed"]:
+    if (data["upload"] and data["upload"]["failed"]) or data["failed_files_total"]:
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -196,6 +259,7 @@ def _catch_up_line(data: dict[str, Any]) -> str:
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
+            f"failed files {data['failed_files_total']}, "
             f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
@@ -222,6 +286,11 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
     for problem in data["not_sessions"][:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
+    if data["failed_files_total"]:
+        out(f"  FAILED FILES {data['failed_files_total']} (not imported; tried again next run):")
+    for failed in data["failed_files"][:10]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        out(f"  failed: {failed['file']}{where}: {failed['reason']}")
     for duplicate in data["duplicate_sessions"][:10]:
         out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
     out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
@@ -497,9 +566,8 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
       duckdb ~/.local/state/hindsight-batch/ledger.duckdb "select route, count(*) from manifest group by 1"
     """
     from hindsight_batch.report import build_report
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
 
-    with Ledger(state_dir or default_state_dir()) as ledger:
+    with open_ledger(state_dir) as ledger:
         data = build_report(ledger, run_id)
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -530,11 +598,10 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
       hindsight-batch verify --json
     """
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
     from hindsight_batch.verify import verify
 
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
-    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir) as ledger, client_for(settings) as client:
         report = verify(ledger, client, bank)
     data = report.to_dict()
     if as_json:
@@ -667,9 +734,28 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
+    """The console entry point. Each command guards itself (:func:`handle_errors`); this catches what happens
+    around them (an interrupt while starting up or parsing flags), with the same codes."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
-        cli.main(prog_name="hindsight-batch", standalone_mode=True)
+        cli.main(prog_name="hindsight-batch", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort as exc:  # click turns a Ctrl-C (or the end of input at a prompt) into Abort
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _echo_err("hindsight-batch: interrupted (SIGINT)")
+            sys.exit(EXIT_SIGINT)
+        _echo_err("Aborted!")
+        sys.exit(EXIT_ITEMS_FAILED)
     except KeyboardInterrupt:
-        _echo_err("hindsight-batch: interrupted")
-        sys.exit(130)
-
+        _echo_err("hindsight-batch: interrupted (SIGINT)")
+        sys.exit(EXIT_SIGINT)
+    except Terminated:
+        _echo_err("hindsight-batch: terminated (SIGTERM)")
+        sys.exit(EXIT_SIGTERM)
+    except Exception as exc:
+        if "--debug" in sys.argv[1:]:
+            traceback.print_exc()
+        _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)}")
+        sys.exit(EXIT_INTERNAL)

@@ -7,6 +7,7 @@ an exclusive lock file for as long as it is open, and a second run gets :class:`
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -21,7 +22,7 @@ from typing import IO, Any
 import duckdb
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.errors import BusyError
+from hindsight_batch.errors import BusyError, UsageError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -38,6 +39,7 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS manifest (
     run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
     reason VARCHAR, "row" VARCHAR);
+CREATE TABLE IF NOT EXISTS failed_files (run_id VARCHAR, path VARCHAR, line BIGINT, reason VARCHAR);
 """
 
 
@@ -77,11 +79,34 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+class LedgerPathError(UsageError):
+    """The state folder cannot be created or written (exit 2; the CLI makes it 3 when the folder came from the
+    environment rather than ``--state``)."""
+
+
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / "ledger.duckdb"
-        self._lock: IO[str] | None = (state_dir / "ledger.lock").open("a")
+        created = _missing_folders(state_dir)
+        lock_path = state_dir / "ledger.lock"
+        lock_existed = lock_path.exists()
+        self._lock: IO[str] | None = None
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self._lock = lock_path.open("a")
+        except OSError as exc:
+            self._undo(created, lock_path, lock_existed)
+            problem = exc.strerror or type(exc).__name__
+            raise LedgerPathError(f"state folder {state_dir}: cannot create or write it: {problem}") from None
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -89,9 +114,29 @@ class Ledger:
             self._lock = None
             message = f"another hindsight-batch run is using the ledger in {state_dir}; try again later"
             raise BusyError(message) from None
-        # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
-        self.db = duckdb.connect(str(self.path), config={"threads": 1})
-        self.db.execute(_SCHEMA)
+        try:
+            # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
+            self.db = duckdb.connect(str(self.path), config={"threads": 1})
+            self.db.execute(_SCHEMA)
+            # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
+            self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
+        except (OSError, duckdb.Error) as exc:
+            self._lock.close()
+            self._lock = None
+            self._undo(created, lock_path, lock_existed)
+            raise LedgerPathError(f"ledger {self.path}: cannot open it: {' '.join(str(exc).split())[:300]}") from None
+
+    @staticmethod
+    def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
+        """Leave nothing behind after a failed start: the lock file and the folders this start created."""
+        if created and not lock_existed:
+            with contextlib.suppress(OSError):
+                lock_path.unlink(missing_ok=True)
+        for folder in created:  # deepest first; a folder someone filled meanwhile stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
     def close(self) -> None:
         self.db.close()
@@ -126,6 +171,11 @@ class Ledger:
             "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE run_id = ?",
             [_now(), status, json.dumps(summary), run_id],
         )
+
+    def record_failed_files(self, run_id: str, failed: list[dict[str, Any]]) -> None:
+        """Files the run could not read or plan: (file, line where known, reason)."""
+        self._insert("INSERT INTO failed_files VALUES", 4,
+                     [[run_id, f["file"], f.get("line"), f["reason"]] for f in failed])
 
     # sources
     def sources(self) -> dict[str, SourceState]:
