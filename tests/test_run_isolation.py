@@ -1,0 +1,196 @@
+"""One bad file never stops an import; no traceback reaches the user; bad output paths are one clear line.
+
+The failures are injected at seams in modules that stay interpreted in the compiled build (``importer``,
+``workers``): the names those modules imported are replaced, never a compiled function itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch import importer, workers
+from hindsight_batch.errors import EXIT_INTERNAL
+from tests.conftest import SessionBuilder, invoke, read_manifest
+
+SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+
+
+def sessions(folder: Path, count: int, prefix: str = "s") -> list[Path]:
+    paths = []
+    for n in range(count):
+        b = SessionBuilder(cwd="/work/demo", session_id=f"{prefix}-{n}")
+        b.user(f"question number {n} about the build")
+        b.assistant(f"answer number {n}: run make")
+        paths.append(b.write(folder / f"{prefix}{n}.jsonl"))
+    return paths
+
+
+def damaged_files(folder: Path) -> dict[str, Path]:
+    """Real damaged files: not a session at all, a version this tool does not read, a header that is garbage."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"note": folder / "note.jsonl", "v9": folder / "v9.jsonl", "garbage": folder / "garbage.jsonl"}
+    files["note"].write_text('{"type":"note","text":"not a session"}\n')
+    files["v9"].write_text('{"type":"session","id":"x","version":9}\n')
+    files["garbage"].write_text("\x00\x01 not json\n{broken\n")
+    return files
+
+
+def ledger_rows(state: Path, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(state / "ledger.duckdb"), read_only=True) as db:
+        return db.execute(sql).fetchall()
+
+
+def fail_for(names: set[str], original: Any, exc: BaseException) -> Any:
+    def wrapped(path: Path, *args: Any, **kwargs: Any) -> Any:
+        if path.name in names:
+            raise exc
+        return original(path, *args, **kwargs)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_every_kind_of_file_failure_is_listed_and_the_other_files_are_imported(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    folder = tmp_path / "sessions"
+    good = sessions(folder, 3)
+    damaged = damaged_files(folder)
+    sessions_unreadable = sessions(tmp_path / "more", 2, prefix="other")
+    unreadable, crashing = sessions_unreadable
+    # Unreadable at the header peek (tests run as root, who can read a 0000 file: the error is injected).
+    monkeypatch.setattr(importer, "peek_header", fail_for({unreadable.name}, importer.peek_header,
+                                                          PermissionError(13, "Permission denied")))
+    # Planning fails inside the planner (here or in a worker process), quoting a secret it choked on.
+    error = ValueError(f"cannot handle token {SECRET} in entry")
+    monkeypatch.setattr(importer, "plan_or_skip", fail_for({crashing.name}, importer.plan_or_skip, error))
+    monkeypatch.setattr(workers, "plan_or_skip", fail_for({crashing.name}, workers.plan_or_skip, error))
+    manifest, state = tmp_path / "m.jsonl", tmp_path / "state"
+    args = ["import", str(folder), str(unreadable), str(crashing), "--manifest", str(manifest), "--state",
+            str(state), "--jobs", jobs]
+
+    result = invoke(runner, *args, "--json")
+
+    assert result.exit_code == 1, result.stderr
+    summary = json.loads(result.output)
+    failed = {Path(f["file"]).name: f for f in summary["failed_files"]}
+    assert set(failed) == {"note.jsonl", "v9.jsonl", "garbage.jsonl", unreadable.name, crashing.name}
+    assert summary["failed_files_total"] == 5
+    assert failed[unreadable.name]["reason"] == "Permission denied"
+    assert "not a Pi session header" in failed["note.jsonl"]["reason"]
+    assert "unsupported session version 9" in failed["v9.jsonl"]["reason"]
+    assert failed["garbage.jsonl"]["reason"] == "no readable session header"
+    assert failed[crashing.name]["reason"].startswith("ValueError: cannot handle token [REDACTED:")
+    assert SECRET not in result.output + result.stderr and "Traceback" not in result.stderr
+    # The good files went through, in the manifest and as read sources; the failed ones are tried next run.
+    assert {Path(r["source_file"]).name for r in read_manifest(manifest)} == {p.name for p in good}
+    sources = {Path(r[0]).name for r in ledger_rows(state, "SELECT path FROM sources")}
+    assert sources == {p.name for p in good}
+    recorded = ledger_rows(state, "SELECT path, line, reason FROM failed_files")
+    assert {Path(r[0]).name for r in recorded} == set(failed) and SECRET not in repr(recorded)
+    assert ledger_rows(state, "SELECT status FROM runs") == [("partial",)]
+    # The human summary says the same, one line per file.
+    human = invoke(runner, *args)
+    assert human.exit_code == 1
+    assert "FAILED FILES 5" in human.stderr and f"failed: {unreadable}: Permission denied" in human.stderr
+    assert "Traceback" not in human.stderr and SECRET not in human.stderr
+
+
+def test_a_worker_process_that_dies_fails_its_file_only(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    good = sessions(folder, 6)
+    killer = good[2]
+
+    def die(path: Path, *args: Any, **kwargs: Any) -> Any:
+        if path == killer:
+            os._exit(9)  # as a crash in C code or the OOM killer would end it
+        return original(path, *args, **kwargs)
+
+    original = workers.plan_or_skip
+    monkeypatch.setattr(workers, "plan_or_skip", die)
+    manifest = tmp_path / "m.jsonl"
+    result = invoke(runner, "import", str(folder), "--jobs", "3", "--manifest", str(manifest), "--json")
+    assert result.exit_code == 1, result.stderr
+    summary = json.loads(result.output)
+    assert [f["file"] for f in summary["failed_files"]] == [str(killer)]
+    assert "worker process" in summary["failed_files"][0]["reason"]
+    imported = {Path(r["source_file"]) for r in read_manifest(manifest)}
+    assert imported == set(good) - {killer}
+
+
+def test_an_empty_file_is_not_a_failure(runner: CliRunner, tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 1)
+    (folder / "empty.jsonl").write_bytes(b"")  # pi has created it and written nothing yet
+    result = invoke(runner, "import", str(folder), "--json")
+    assert result.exit_code == 0
+    summary = json.loads(result.output)
+    assert summary["failed_files"] == [] and [Path(n["file"]).name for n in summary["not_sessions"]] == ["empty.jsonl"]
+
+
+def test_an_unexpected_error_is_one_line_and_exit_70_and_debug_shows_the_traceback(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions(tmp_path / "s", 1)
+
+    def broken(self: Any) -> Any:
+        raise KeyError(f"Bearer {SECRET}")
+
+    monkeypatch.setattr(importer.Importer, "run", broken)
+    result = invoke(runner, "import", str(tmp_path / "s"))
+    assert result.exit_code == EXIT_INTERNAL
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hindsight-batch: internal error: KeyError") and "--debug" in lines[0]
+    assert SECRET not in result.stderr
+    debug = invoke(runner, "--debug", "import", str(tmp_path / "s"))
+    assert debug.exit_code == EXIT_INTERNAL and "Traceback" in debug.stderr and "def broken" not in debug.output
+
+
+def test_a_manifest_in_a_missing_or_unwritable_folder_is_one_line_and_leaves_nothing(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    sessions(tmp_path / "s", 1)
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a regular file: nothing can be created under it, not even by root")
+    state = tmp_path / "state"
+    for target in (tmp_path / "missing" / "m.jsonl", blocker / "m.jsonl"):
+        result = invoke(runner, "import", str(tmp_path / "s"), "--manifest", str(target), "--state", str(state))
+        assert result.exit_code == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(target) in lines[0] and "Traceback" not in result.stderr
+        assert not state.exists()  # no empty ledger folder left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "home", "s"]
+
+
+@pytest.mark.parametrize("command", [["import", "s"], ["report"]])
+def test_a_state_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    sessions(tmp_path / "s", 1)
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    flag = invoke(runner, *command, "--state", str(blocker / "sub" / "deeper"))
+    assert flag.exit_code == 2 and str(blocker / "sub" / "deeper") in flag.stderr
+    assert len(flag.stderr.strip().splitlines()) == 1 and "Traceback" not in flag.stderr
+    # From the environment it is a configuration error.
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker / "xdg"))
+    env = invoke(runner, *command)
+    assert env.exit_code == 3 and str(blocker / "xdg") in env.stderr and "Traceback" not in env.stderr
+    # A state folder whose parents do not exist yet is made; one that fails deeper down is removed again.
+    parent = tmp_path / "new" / "state"
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "state").write_text("a file where the folder should be")
+    nested = invoke(runner, *command, "--state", str(parent / "x"))
+    assert nested.exit_code == 2
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["state"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "home", "new", "s"]
