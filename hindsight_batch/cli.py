@@ -581,6 +581,9 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
         click.echo(f"  {title}: {_counts(data[key])}")
+    for failed in data["failed_files"][:50]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        click.echo(f"  failed file: {failed['file']}{where}: {failed['reason']}")
 
 
 @cli.command("verify")

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from hindsight_batch import importer, workers
 from hindsight_batch.errors import EXIT_INTERNAL
+from hindsight_batch.sinks import ledger as ledger_module
 from tests.conftest import SessionBuilder, invoke, read_manifest
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
@@ -101,6 +102,9 @@ def test_every_kind_of_file_failure_is_listed_and_the_other_files_are_imported(
     assert human.exit_code == 1
     assert "FAILED FILES 5" in human.stderr and f"failed: {unreadable}: Permission denied" in human.stderr
     assert "Traceback" not in human.stderr and SECRET not in human.stderr
+    report = invoke(runner, "report", "--state", str(state))
+    assert report.exit_code == 0 and "partial" in report.output
+    assert f"failed file: {unreadable}: Permission denied" in report.output
 
 
 def test_a_worker_process_that_dies_fails_its_file_only(
@@ -186,11 +190,21 @@ def test_a_state_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(
     monkeypatch.setenv("XDG_STATE_HOME", str(blocker / "xdg"))
     env = invoke(runner, *command)
     assert env.exit_code == 3 and str(blocker / "xdg") in env.stderr and "Traceback" not in env.stderr
-    # A state folder whose parents do not exist yet is made; one that fails deeper down is removed again.
-    parent = tmp_path / "new" / "state"
+    # A start that fails after making folders removes them again (the ledger cannot be opened: injected here).
+    monkeypatch.delenv("XDG_STATE_HOME")
     (tmp_path / "new").mkdir()
-    (tmp_path / "new" / "state").write_text("a file where the folder should be")
-    nested = invoke(runner, *command, "--state", str(parent / "x"))
-    assert nested.exit_code == 2
-    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["state"]
+
+    def no_disk(*args: Any, **kwargs: Any) -> Any:
+        raise duckdb.IOException("IO Error: No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ledger_module.duckdb, "connect", no_disk)
+        nested = invoke(runner, *command, "--state", str(tmp_path / "new" / "a" / "b"))
+    assert nested.exit_code == 2 and "No space left on device" in nested.stderr
+    assert list((tmp_path / "new").iterdir()) == []
+    # A damaged ledger file (a real one) is named too.
+    (tmp_path / "new" / "ledger.duckdb").write_bytes(b"\x00garbage" * 100)
+    damaged = invoke(runner, *command, "--state", str(tmp_path / "new"))
+    assert damaged.exit_code == 2 and str(tmp_path / "new" / "ledger.duckdb") in damaged.stderr
+    assert "Traceback" not in damaged.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "home", "new", "s"]
