@@ -62,10 +62,6 @@ def handle_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            previous = signal.signal(signal.SIGTERM, _terminated)
-        except ValueError:  # not the main thread (an embedding program): keep its handling
-            previous = None
-        try:
             return func(*args, **kwargs)
         except HindsightBatchError as exc:
             _echo_err(f"hindsight-batch: error: {exc}")
@@ -82,9 +78,6 @@ def handle_errors(func: F) -> F:
             _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
                       f"{'the traceback is above' if _debug() else 'run again with --debug to see where'})")
             sys.exit(EXIT_INTERNAL)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
 
     return wrapper  # type: ignore[return-value]
 
@@ -737,8 +730,9 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    """The console entry point. Each command guards itself (:func:`handle_errors`); this catches what happens
-    around them (an interrupt while starting up or parsing flags), with the same codes."""
+    """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
+    (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
+    flags), with the same codes."""
     signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(prog_name="hindsight-batch", standalone_mode=False)

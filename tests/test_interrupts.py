@@ -25,13 +25,23 @@ from tests.conftest import REPO, SessionBuilder, invoke
 
 pytestmark = pytest.mark.timeout(300)
 
-DRIVER = """
+DRIVER = r"""
 import sys, time
 from pathlib import Path
-from hindsight_batch import cli, importer
+from hindsight_batch import cli, importer, workers
 
 marker = Path(sys.argv[1])
+planned = marker.with_name("planned")
 original = importer.Importer._finish
+original_plan = workers.plan_or_skip
+
+def slow_plan(path, *args, **kwargs):  # in worker processes (--jobs)
+    with planned.open("a") as out:
+        out.write(path.name + "\n")
+    time.sleep(0.25)
+    return original_plan(path, *args, **kwargs)
+
+workers.plan_or_skip = slow_plan
 
 def slow(self, job, *args, **kwargs):
     original(self, job, *args, **kwargs)
@@ -75,7 +85,8 @@ def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path, Pat
          str(state), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )
-    wait_for(marker.exists, "the first session to be finished")
+    wait_for(lambda: marker.exists() or proc.poll() is not None, "the first session to be finished")
+    assert proc.poll() is None, proc.communicate()
     return proc, manifest, state, out
 
 
@@ -126,6 +137,8 @@ def test_ctrl_c_with_jobs_ends_the_workers_and_prints_no_traceback(runner: CliRu
     assert proc.returncode == 130, stderr
     assert stderr.strip().splitlines() == ["hindsight-batch: interrupted (SIGINT)"]
     wait_for(lambda: all(gone(pid) for pid in workers), "the workers to end", 30)
+    # The workers were stopped, not left to plan every queued session first.
+    assert len((tmp_path / "planned").read_text().split()) < 20
     assert not manifest.exists() and list(out.iterdir()) == []
     assert latest_status(runner, state) == "interrupted"
 
