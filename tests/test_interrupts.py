@@ -121,7 +121,7 @@ def test_an_interrupted_import_exits_with_its_code_records_the_run_and_leaves_no
 ) -> None:
     proc, manifest, state, out = start(tmp_path)
     proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == code, stderr
     assert stderr.strip().splitlines() == [line]
     assert not manifest.exists() and list(out.iterdir()) == []  # neither a partial manifest nor its temporary file
@@ -133,7 +133,7 @@ def test_ctrl_c_with_jobs_ends_the_workers_and_prints_no_traceback(runner: CliRu
     workers = children(proc.pid)
     assert workers, "the import runs worker processes"
     os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
-    stdout, stderr = proc.communicate(timeout=120)
+    _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert stderr.strip().splitlines() == ["hindsight-batch: interrupted (SIGINT)"]
     wait_for(lambda: all(gone(pid) for pid in workers), "the workers to end", 30)

@@ -63,7 +63,7 @@ def test_every_kind_of_file_failure_is_listed_and_the_other_files_are_imported(
 ) -> None:
     folder = tmp_path / "sessions"
     good = sessions(folder, 3)
-    damaged = damaged_files(folder)
+    damaged_files(folder)
     sessions_unreadable = sessions(tmp_path / "more", 2, prefix="other")
     unreadable, crashing = sessions_unreadable
     # Unreadable at the header peek (tests run as root, who can read a 0000 file: the error is injected).
@@ -153,7 +153,8 @@ def test_an_unexpected_error_is_one_line_and_exit_70_and_debug_shows_the_traceba
     result = invoke(runner, "import", str(tmp_path / "s"))
     assert result.exit_code == EXIT_INTERNAL
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("hindsight-batch: internal error: KeyError") and "--debug" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("hindsight-batch: internal error: KeyError")
+    assert "--debug" in lines[0]
     assert SECRET not in result.stderr
     debug = invoke(runner, "--debug", "import", str(tmp_path / "s"))
     assert debug.exit_code == EXIT_INTERNAL and "Traceback" in debug.stderr and "def broken" not in debug.output
