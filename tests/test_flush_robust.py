@@ -163,5 +163,25 @@ def test_a_rewritten_queue_keeps_its_mode_and_owner_and_side_files_are_private(
     assert queue.read_text() == ""
     for kind in ("dead", "malformed"):
         assert stat.S_IMODE((tmp_path / f"q.{kind}.jsonl").stat().st_mode) == 0o600
-    assert [d["id"] for d in side(queue, "dead")][0] == "older" and len(side(queue, "dead")) == 2
+    assert [d["id"] for d in side(queue, "dead")][:1] == ["older"] and len(side(queue, "dead")) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "q.dead.jsonl", "q.jsonl", "q.malformed.jsonl"]
+
+
+def test_a_job_that_breaks_a_safety_check_is_dead_lettered_and_the_others_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: FakeServer
+) -> None:
+    queue = write_lines(tmp_path / "q.jsonl", [json.dumps(job(c)) for c in ("one", "BREAKS THE CHECK", "two")])
+    original = flush_module.unsafe_reason
+
+    def fragile(job: Any, redactor: Redactor) -> str | None:
+        if job.item["content"] == "BREAKS THE CHECK":
+            raise RecursionError(f"maximum recursion depth exceeded near {SECRET}")
+        return original(job, redactor)
+
+    monkeypatch.setattr(flush_module, "unsafe_reason", fragile)
+    report = QueueFlusher(server.client(), Redactor(b"k"), Upload()).flush(queue)
+    assert (report.sent, report.dead_lettered) == (2, 1)
+    assert sorted(i["content"] for i in server.accepted) == ["one", "two"]
+    [dead] = side(queue, "dead")
+    assert dead["lastError"].startswith("could not be checked or encoded: RecursionError")
+    assert SECRET not in json.dumps(dead)

@@ -335,15 +335,14 @@ def _atomic_write(path: Path, lines: list[bytes], *, private: bool) -> None:
         before = path.stat()
     except FileNotFoundError:
         before = None
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # 0600
+    # mkstemp creates the file 0600 whatever the umask: what a private file keeps.
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     temp = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(b"".join(line + b"\n" for line in lines))
             out.flush()
-            if private:
-                os.fchmod(out.fileno(), 0o600)
-            elif before is not None:
+            if not private and before is not None:
                 os.fchmod(out.fileno(), stat.S_IMODE(before.st_mode))
                 if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
                     with contextlib.suppress(PermissionError):  # only root may give a file away
