@@ -514,7 +514,8 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
     elif not quiet:
         for r in reports:
             verb = "would send" if dry_run else "sent"
-            click.echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+            state = ("BUSY, " if r.busy else "") + ("FAILED, " if r.failed else "")
+            click.echo(f"{r.queue}: {state}{verb} {r.would_send if dry_run else r.sent}, "
                        f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
                        f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
@@ -523,7 +524,7 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             click.echo("no retain queues found")
     if any(r.busy for r in reports):
         sys.exit(EXIT_BUSY)
-    if any(r.retry_later or r.dead_lettered for r in reports):
+    if any(r.retry_later or r.dead_lettered or r.failed for r in reports):
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -536,7 +537,10 @@ def _default_queue_roots() -> list[Path]:
     root = default_session_root()
     if root.is_dir():
         for path in find_session_files([root]):
-            header = peek_header(path)
+            try:
+                header = peek_header(path)
+            except Exception:  # an unreadable session names no project; import reports it
+                continue
             if not isinstance(header, str) and header.cwd:
                 cwds.add(header.cwd)
     roots += [Path(cwd) for cwd in sorted(cwds) if (Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl").is_file()]
@@ -691,7 +695,7 @@ def _queue_depths() -> list[dict[str, Any]]:
     depths = []
     for path in queue_files(_default_queue_roots()):
         dead = side_file(path, "dead")
-        dead_count = sum(1 for line in dead.read_text().splitlines() if line.strip()) if dead.exists() else 0
+        dead_count = sum(1 for line in dead.read_bytes().split(b"\n") if line.strip()) if dead.exists() else 0
         depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
     return depths
 

@@ -258,7 +258,7 @@ class Importer:
                     self._run_in_workers(known, applied, manifest, bar)
                 else:
                     for path in self.files:
-                        job = self._prepare(path, known, applied, manifest)
+                        job = self._prepare_isolated(path, known, applied, manifest)
                         if job is not None:
                             try:
                                 plan = self._plan_here(job)
@@ -360,7 +360,7 @@ class Importer:
 
         try:
             for path in self.files:
-                job = self._prepare(path, known, applied, manifest)
+                job = self._prepare_isolated(path, known, applied, manifest)
                 if job is None:
                     bar.update(_size(path))
                     continue
@@ -374,6 +374,23 @@ class Importer:
             end_workers(pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
             raise
         pool.shutdown(wait=True)
+
+    def _prepare_isolated(
+        self,
+        path: Path,
+        known: dict[str, SourceState],
+        applied: dict[tuple[str, str], tuple[str, str]],
+        manifest: ManifestWriter,
+    ) -> _Job | None:
+        """:meth:`_prepare`, with anything this file's header makes fail (a cwd no path can hold, a catch-up
+        verdict that cannot be read) reported as this file's failure."""
+        try:
+            return self._prepare(path, known, applied, manifest)
+        except HindsightBatchError:
+            raise  # a configuration error stops the run (exit 3, naming the file and key), as S8 wants
+        except Exception as exc:
+            self._file_failed(path, exc)
+            return None
 
     def _prepare(
         self,

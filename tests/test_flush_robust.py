@@ -185,3 +185,25 @@ def test_a_job_that_breaks_a_safety_check_is_dead_lettered_and_the_others_go(
     [dead] = side(queue, "dead")
     assert dead["lastError"].startswith("could not be checked or encoded: RecursionError")
     assert SECRET not in json.dumps(dead)
+
+
+def test_a_queue_that_cannot_be_read_fails_alone(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: FakeServer
+) -> None:
+    broken = write_lines(tmp_path / "queues" / "a.auto.jsonl", [json.dumps(job("never read"))])
+    good = write_lines(tmp_path / "queues" / "b.auto.jsonl", [json.dumps(job("delivered"))])
+    original = flush_module.read_queue
+
+    def unreadable(path: Path) -> Any:
+        if path == broken:
+            raise PermissionError(13, "Permission denied")
+        return original(path)
+
+    monkeypatch.setattr(flush_module, "read_queue", unreadable)
+    result = invoke(runner, "flush", str(tmp_path / "queues"), "--json")
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    reports = {Path(r["queue"]).name: r for r in json.loads(result.output)["queues"]}
+    assert reports["a.auto.jsonl"]["failed"] and "Permission denied" in reports["a.auto.jsonl"]["errors"][0]
+    assert reports["b.auto.jsonl"]["sent"] == 1 and good.read_text() == ""
+    assert [i["content"] for i in server.accepted] == ["delivered"]
+    assert not (tmp_path / "queues" / "a.auto.jsonl.lock").exists()  # the lock was released

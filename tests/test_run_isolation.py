@@ -209,3 +209,23 @@ def test_a_state_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(
     assert damaged.exit_code == 2 and str(tmp_path / "new" / "ledger.duckdb") in damaged.stderr
     assert "Traceback" not in damaged.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "home", "new", "s"]
+
+
+def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    paths = sessions(folder, 3)
+    original = importer.verdict
+
+    def verdict(cwd: str | None, path: Path) -> Any:
+        if path == paths[1]:
+            raise IsADirectoryError(21, "Is a directory")
+        return original(cwd, path)
+
+    monkeypatch.setattr(importer, "verdict", verdict)
+    result = invoke(runner, "import", str(folder), "--catch-up", "--json")
+    assert result.exit_code == 1
+    summary = json.loads(result.output)
+    assert summary["failed_files"] == [{"file": str(paths[1]), "line": None, "reason": "Is a directory"}]
+    assert summary["sessions"] == 2

@@ -52,6 +52,7 @@ class FlushReport:
     surrogates_replaced: int = 0
     left: int = 0
     busy: bool = False
+    failed: bool = False  # the queue could not be read or rewritten (see errors)
     stopped_early: bool = False
     errors: list[str] = field(default_factory=list)
 
@@ -109,15 +110,20 @@ class QueueFlusher:
     def flush(self, path: Path) -> FlushReport:
         report = FlushReport(str(path))
         lock = QueueLock(path)
-        if not self._dry_run:
-            try:
-                lock.acquire()
-            except BusyError as exc:
-                report.busy = True
-                report.errors.append(str(exc))
-                return report
         try:
+            if not self._dry_run:
+                try:
+                    lock.acquire()
+                except BusyError as exc:
+                    report.busy = True
+                    report.errors.append(str(exc))
+                    return report
             self._flush_locked(path, report, lock)
+        except HindsightBatchError:
+            raise  # the server refused our credentials or cannot be reached: every queue would fail alike
+        except Exception as exc:  # this queue only (unreadable, its folder unwritable): the others are flushed
+            report.failed = True
+            report.errors.append(f"queue not flushed: {failure_reason(exc)}")
         finally:
             lock.release()
         return report
