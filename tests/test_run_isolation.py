@@ -229,3 +229,26 @@ def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
     summary = json.loads(result.output)
     assert summary["failed_files"] == [{"file": str(paths[1]), "line": None, "reason": "Is a directory"}]
     assert summary["sessions"] == 2
+
+
+def test_a_lone_surrogate_in_a_session_never_crashes_the_run_or_breaks_the_manifest(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """Whether the reader replaces the surrogate (U+FFFD) or the file is failed, the run finishes, the other file
+    is imported and the manifest is valid UTF-8 (a real damaged file: pi's JSON.stringify writes ``\\ud800``)."""
+    folder = tmp_path / "sessions"
+    sessions(folder, 1)
+    b = SessionBuilder(session_id="surrogate")
+    b.user("half an emoji MARK here")
+    b.assistant("noted")
+    b.lines = [line.replace("MARK", "\\ud83d") for line in b.lines]  # the JSON escape, as pi writes it
+    b.write(folder / "z.jsonl")
+    assert "\\ud83d" in (folder / "z.jsonl").read_text()
+    manifest = tmp_path / "m.jsonl"
+    result = invoke(runner, "import", str(folder), "--manifest", str(manifest), "--include-content", "--json")
+    assert result.exit_code in (0, 1) and "Traceback" not in result.stderr
+    rows = [json.loads(line) for line in manifest.read_bytes().decode("utf-8").splitlines()]
+    assert "s0.jsonl" in {Path(r["source_file"]).name for r in rows}
+    summary = json.loads(result.output)
+    if result.exit_code == 1:
+        assert [Path(f["file"]).name for f in summary["failed_files"]] == ["z.jsonl"]
