@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -63,23 +63,30 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except HindsightBatchError as exc:
-            _echo_err(f"hindsight-batch: error: {exc}")
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            _echo_err("hindsight-batch: interrupted (SIGINT)")
-            sys.exit(EXIT_SIGINT)
-        except Terminated:
-            _echo_err("hindsight-batch: terminated (SIGTERM)")
-            sys.exit(EXIT_SIGTERM)
-        except Exception as exc:
-            if _debug():
-                traceback.print_exc()
-            _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
-                      f"{'the traceback is above' if _debug() else 'run again with --debug to see where'})")
-            sys.exit(EXIT_INTERNAL)
+        except Exception as exc:  # every one becomes a line and an exit code
+            _exit_for(exc, _debug())
+        except (KeyboardInterrupt, Terminated) as exc:
+            _exit_for(exc, False)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit_for(exc: BaseException, debug: bool) -> NoReturn:
+    """The one line and the exit code for how a command ended."""
+    if isinstance(exc, HindsightBatchError):
+        _echo_err(f"hindsight-batch: error: {exc}")
+        sys.exit(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        _echo_err("hindsight-batch: interrupted (SIGINT)")
+        sys.exit(EXIT_SIGINT)
+    if isinstance(exc, Terminated):
+        _echo_err("hindsight-batch: terminated (SIGTERM)")
+        sys.exit(EXIT_SIGTERM)
+    if debug:
+        traceback.print_exception(exc)
+    _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
+              f"{'the traceback is above' if debug else 'run again with --debug to see where'})")
+    sys.exit(EXIT_INTERNAL)
 
 
 def open_ledger(state_dir: Path | None) -> Ledger:
@@ -745,18 +752,8 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.Abort as exc:  # click turns a Ctrl-C (or the end of input at a prompt) into Abort
         if isinstance(exc.__cause__, KeyboardInterrupt):
-            _echo_err("hindsight-batch: interrupted (SIGINT)")
-            sys.exit(EXIT_SIGINT)
+            _exit_for(exc.__cause__, False)
         _echo_err("Aborted!")
         sys.exit(EXIT_ITEMS_FAILED)
-    except KeyboardInterrupt:
-        _echo_err("hindsight-batch: interrupted (SIGINT)")
-        sys.exit(EXIT_SIGINT)
-    except Terminated:
-        _echo_err("hindsight-batch: terminated (SIGTERM)")
-        sys.exit(EXIT_SIGTERM)
-    except Exception as exc:
-        if "--debug" in sys.argv[1:]:
-            traceback.print_exc()
-        _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)}")
-        sys.exit(EXIT_INTERNAL)
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        _exit_for(exc, "--debug" in sys.argv[1:])
