@@ -23,6 +23,7 @@ import duckdb
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, UsageError
+from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -101,8 +102,8 @@ class Ledger:
         lock_existed = lock_path.exists()
         self._lock: IO[str] | None = None
         try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-            self._lock = lock_path.open("a")
+            private_dir(state_dir)
+            self._lock = open_private(lock_path, "a")
         except OSError as exc:
             self._undo(created, lock_path, lock_existed)
             problem = exc.strerror or type(exc).__name__
@@ -114,17 +115,26 @@ class Ledger:
             self._lock = None
             message = f"another hindsight-batch run is using the ledger in {state_dir}; try again later"
             raise BusyError(message) from None
+        # DuckDB creates the file and re-creates its .wal at every checkpoint itself: a private umask for as long
+        # as the ledger is open makes them 0600 (chmod covers a ledger an older version left readable).
+        self._umask = contextlib.ExitStack()
+        self._umask.enter_context(private_umask())
         try:
             # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
             self.db = duckdb.connect(str(self.path), config={"threads": 1})
+            os.chmod(self.path, PRIVATE_FILE)
             self.db.execute(_SCHEMA)
             # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
             self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         except (OSError, duckdb.Error) as exc:
-            self._lock.close()
-            self._lock = None
+            self._umask.close()
+            self._unlock()
             self._undo(created, lock_path, lock_existed)
             raise LedgerPathError(f"ledger {self.path}: cannot open it: {' '.join(str(exc).split())[:300]}") from None
+        except BaseException:
+            self._umask.close()
+            self._unlock()
+            raise
 
     @staticmethod
     def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
@@ -140,6 +150,10 @@ class Ledger:
 
     def close(self) -> None:
         self.db.close()
+        self._umask.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
         if self._lock is not None:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
             self._lock.close()

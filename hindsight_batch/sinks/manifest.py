@@ -1,7 +1,7 @@
 """The manifest: JSONL, one row per chunk and target bank (a skipped chunk has one row with no bank).
 
 A row never holds transcript text unless the run asked for ``--include-content``; then ``content`` is exactly the
-item content that would be (or was) uploaded.
+item content that would be (or was) uploaded. The file is 0600 (``fsutil``): with content it is the transcript.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import IO, Any
 from pydantic import BaseModel, ConfigDict
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.fsutil import PRIVATE_FILE
 from hindsight_batch.routing.models import MemoryRouteDecision
 
 
@@ -71,6 +72,7 @@ class ManifestWriter:
             except OSError as exc:
                 problem = exc.strerror or type(exc).__name__
                 raise UsageError(f"--manifest {path}: cannot write in {path.parent}: {problem}") from None
+            os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
             self._temp = Path(name)
             self._file = os.fdopen(fd, "w", encoding="utf-8")
 
