@@ -207,3 +207,26 @@ def test_a_queue_that_cannot_be_read_fails_alone(
     assert reports["b.auto.jsonl"]["sent"] == 1 and good.read_text() == ""
     assert [i["content"] for i in server.accepted] == ["delivered"]
     assert not (tmp_path / "queues" / "a.auto.jsonl.lock").exists()  # the lock was released
+
+
+def test_a_dead_letter_without_an_id_is_not_known_by_a_hash_of_its_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pi-queues layout has no job ids; a job is known by a hash of its line. A dead letter must not carry
+    that hash (the line's other fields are in the file: a guessed secret could be checked against it)."""
+    import hashlib
+
+    record = {"sessionId": "s1", "bankId": "bank", "content": f"password hunter2 and {SECRET}", "tags": [],
+              "document_id": "s1", "update_mode": "append"}
+    line = json.dumps(record)
+    queue = write_lines(tmp_path / "s1.auto.jsonl", [line])
+    flusher = QueueFlusher(FakeServer().client(), Redactor(b"k"), Upload())
+    with monkeypatch.context() as patch:
+        patch.setattr(flush_module, "rewrite_queue", lambda path, keep: (_ for _ in ()).throw(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            flusher.flush(queue)
+    flusher.flush(queue)  # after the "kill": the same record is not written twice
+    [dead] = side(queue, "dead")
+    written = (tmp_path / "s1.auto.dead.jsonl").read_text()
+    assert hashlib.sha256(line.encode()).hexdigest()[:32] not in written and SECRET not in written
+    assert dead["id"].startswith("line-sha256:") and queue.read_text() == ""
