@@ -157,3 +157,52 @@ def test_a_run_killed_outright_shows_as_interrupted_once_its_lock_is_free(
     # A second run completes normally and renames its manifest into place.
     result = invoke(runner, "import", str(tmp_path / "sessions"), "--manifest", str(manifest), "--state", str(state))
     assert result.exit_code == 0 and manifest.exists() and latest_status(runner, state) == "ok"
+
+
+FLUSH_DRIVER = r"""
+import sys, time
+from pathlib import Path
+from hindsight_batch import cli
+from hindsight_batch.sinks import hindsight
+
+accepted = Path(sys.argv[1])
+
+def retain(self, bank_id, items, operation_id):
+    time.sleep(0.2)  # a slow server
+    with accepted.open("a") as out:
+        out.write("".join(item["content"] + "\n" for item in items))
+    return hindsight.RetainAccepted(operation_id)
+
+hindsight.HindsightClient.retain = retain
+hindsight.HindsightClient.version = lambda self: "test"
+hindsight.HindsightClient.operation = lambda self, bank, op: {"status": "completed"}
+sys.argv = ["hindsight-batch", *sys.argv[2:]]
+cli.main()
+"""
+
+
+def test_a_flush_stopped_by_sigterm_exits_143_releases_the_lock_and_loses_no_job(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".hindsight").mkdir(parents=True)
+    (home / ".hindsight" / "config.json").write_text(json.dumps({"upload": {"batchItems": 1}}))
+    queue = tmp_path / "queues" / "s1.auto.jsonl"
+    queue.parent.mkdir()
+    contents = [f"job {n}" for n in range(30)]
+    queue.write_text("".join(json.dumps({"bankId": "b", "content": c, "document_id": f"d{n}",
+                                         "update_mode": "replace"}) + "\n" for n, c in enumerate(contents)))
+    driver, accepted = tmp_path / "flush_driver.py", tmp_path / "accepted"
+    driver.write_text(FLUSH_DRIVER)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "HINDSIGHT_BASE_URL": "http://127.0.0.1:9"}
+    proc = subprocess.Popen([sys.executable, str(driver), str(accepted), "flush", str(queue.parent)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    wait_for(lambda: (accepted.exists() and len(accepted.read_text().split("\n")) > 3) or proc.poll() is not None,
+             "two jobs to be accepted")
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert stderr.strip().splitlines() == ["hindsight-batch: terminated (SIGTERM)"]
+    assert sorted(p.name for p in queue.parent.iterdir()) == ["s1.auto.jsonl"]  # no lock, no temporary file
+    sent = accepted.read_text().splitlines()
+    left = [json.loads(line)["content"] for line in queue.read_text().splitlines()]
+    assert 2 <= len(sent) < 30 and set(sent) | set(left) == set(contents)  # every job sent or still queued
+    assert len(sent) + len(left) in (30, 31)  # at most the one in flight is in both (S5: never in neither)
