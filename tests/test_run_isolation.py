@@ -6,8 +6,13 @@ The failures are injected at seams in modules that stay interpreted in the compi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +23,7 @@ from click.testing import CliRunner
 from hindsight_batch import importer, workers
 from hindsight_batch.errors import EXIT_INTERNAL
 from hindsight_batch.sinks import ledger as ledger_module
-from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.conftest import REPO, SessionBuilder, invoke, read_manifest
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 
@@ -269,3 +274,44 @@ def test_a_file_whose_rows_cannot_be_written_fails_alone_before_anything_is_writ
     [failed] = json.loads(result.output)["failed_files"]
     assert failed["file"].endswith("odd\ufffd.jsonl") and "UnicodeEncodeError" in failed["reason"]
     assert [Path(r["source_file"]) for r in read_manifest(manifest)] == [good]
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root to run the CLI as another user")
+def test_real_permissions_as_an_unprivileged_user() -> None:
+    """Root reads every file, so the other tests inject permission errors; this one runs the real CLI as
+    ``nobody``: an unreadable session file fails alone, an unwritable --manifest folder or --state parent is one
+    line with exit 2 and nothing left behind."""
+    base = Path(tempfile.mkdtemp(prefix="hb-perm-", dir="/tmp"))
+    try:
+        base.chmod(0o777)
+        folder = base / "sessions"
+        good, unreadable = sessions(folder, 2)
+        unreadable.chmod(0o000)
+        locked = base / "locked"
+        locked.mkdir(mode=0o555)
+        locked.chmod(0o555)
+        command = [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                   "hindsight_batch"]
+        env = {**os.environ, "HOME": str(base), "XDG_STATE_HOME": str(base / "state"), "PYTHONPATH": str(REPO)}
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*command, *args], env=env, cwd=base, capture_output=True, text=True, timeout=120)
+
+        imported = run("import", str(folder), "--json", "--manifest", str(base / "m.jsonl"))
+        assert imported.returncode == 1, imported.stderr
+        summary = json.loads(imported.stdout)
+        assert summary["failed_files"] == [{"file": str(unreadable), "line": None, "reason": "Permission denied"}]
+        assert {Path(r["source_file"]) for r in read_manifest(base / "m.jsonl")} == {good}
+        for args in (["--manifest", str(locked / "m.jsonl")], ["--state", str(locked / "state" / "deeper")]):
+            refused = run("import", str(folder), *args)
+            assert refused.returncode == 2 and str(locked) in refused.stderr, refused.stderr
+            assert len(refused.stderr.strip().splitlines()) == 1 and "Permission denied" in refused.stderr
+            assert list(locked.iterdir()) == []
+    finally:
+        for path in base.rglob("*"):
+            with contextlib.suppress(OSError):
+                path.chmod(0o700)
+        shutil.rmtree(base, ignore_errors=True)
