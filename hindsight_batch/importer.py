@@ -382,8 +382,8 @@ class Importer:
         applied: dict[tuple[str, str], tuple[str, str]],
         manifest: ManifestWriter,
     ) -> _Job | None:
-        """:meth:`_prepare`, with anything this file's header makes fail (a cwd no path can hold, a catch-up
-        verdict that cannot be read) reported as this file's failure."""
+        """:meth:`_prepare`, with anything that fails on this file (it cannot be read, even at the header peek; a
+        catch-up verdict that cannot be read) reported as this file's failure."""
         try:
             return self._prepare(path, known, applied, manifest)
         except HindsightBatchError:
@@ -403,12 +403,8 @@ class Importer:
         rows are reused here). Returns what is left to plan, or None."""
         summary = self.summary
         summary.files += 1
-        try:
-            stat = path.stat()
-            header = peek_header(path)
-        except Exception as exc:  # unreadable (permissions, gone, a folder): this file only
-            self._file_failed(path, exc)
-            return None
+        stat = path.stat()
+        header = peek_header(path)  # unreadable (permissions, gone): failed by _prepare_isolated, this file only
         if isinstance(header, str):
             if stat.st_size == 0:
                 summary.not_sessions.append({"file": str(path), "reason": header})  # pi has not written it yet
