@@ -11,6 +11,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import time
 import uuid
 from collections import Counter, deque
@@ -304,9 +305,11 @@ class Importer:
     def _file_failed(self, path: Path, exc: BaseException, line: int | None = None) -> None:
         """One file could not be read or planned: listed (file, line where known, reason; no traceback, no
         secret), never recorded as read (so the next run tries it again); the run goes on and exits 1."""
-        self.summary.failed_files.append(
-            {"file": without_surrogates(str(path))[0], "line": line, "reason": failure_reason(exc)}
-        )
+        reason = failure_reason(exc)
+        other = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if other is not None and os.fsdecode(other) != str(path):  # e.g. a config file of the session's project
+            reason += f": {without_surrogates(os.fsdecode(other))[0]}"
+        self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": line, "reason": reason})
 
     def _run_in_workers(
         self,

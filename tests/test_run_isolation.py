@@ -226,14 +226,19 @@ def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
     def verdict(cwd: str | None, path: Path) -> Any:
         if path == paths[1]:
             raise IsADirectoryError(21, "Is a directory")
+        if path == paths[2]:  # another file than the session: named in the reason
+            raise PermissionError(13, "Permission denied", "/work/demo/.pi/hindsight/state.json")
         return original(cwd, path)
 
     monkeypatch.setattr(importer, "verdict", verdict)
     result = invoke(runner, "import", str(folder), "--catch-up", "--json")
     assert result.exit_code == 1
     summary = json.loads(result.output)
-    assert summary["failed_files"] == [{"file": str(paths[1]), "line": None, "reason": "Is a directory"}]
-    assert summary["sessions"] == 2
+    assert summary["failed_files"] == [
+        {"file": str(paths[1]), "line": None, "reason": "Is a directory"},
+        {"file": str(paths[2]), "line": None, "reason": "Permission denied: /work/demo/.pi/hindsight/state.json"},
+    ]
+    assert summary["sessions"] == 1
 
 
 def test_a_lone_surrogate_in_a_session_never_crashes_the_run_or_breaks_the_manifest(
