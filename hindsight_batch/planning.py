@@ -203,7 +203,7 @@ def _plan_chunk(
     plan: SessionPlan,
     scope: SessionScope,
     tags: list[str],
-    scopes: list[list[str]] | None,
+    scopes: list[list[str]] | str | None,
     bank_ids: dict[str, str],
     settings: Settings,
     store: RecordStore,
