@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
+from hindsight_batch.config.model import Settings
 from hindsight_batch.items import own_project_bank_id
 
 GIT_TIMEOUT = 5.0
@@ -342,3 +343,9 @@ class BankResolver:
             return BankChoice(None, why, f"the extension recorded bank {', '.join(others)} for this session but "
                                          f"its rule now gives {bank} ({why}); not guessing")
         return BankChoice(bank, why)
+
+
+def with_project_bank(settings: Settings, bank_id: str) -> Settings:
+    """The settings with the chosen project bank in ``banks.project.bankId`` (where planning takes it from)."""
+    project = settings.banks.project.model_copy(update={"bank_id": bank_id})
+    return settings.model_copy(update={"banks": settings.banks.model_copy(update={"project": project})})

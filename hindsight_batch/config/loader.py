@@ -189,6 +189,10 @@ class ConfigResolver:
         self._file_cache: dict[Path, Layer] = {}
         self._warned: set[str] = set()
 
+    @property
+    def env(self) -> dict[str, str]:
+        return self._env
+
     def _dir_layer(self, path: Path, kind: str) -> Layer:
         if path not in self._file_cache:
             data = read_config_file(path)
