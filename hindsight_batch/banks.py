@@ -97,7 +97,8 @@ class Git:
         """(exit code, stdout). Raises :class:`Unreproducible` when git cannot run at all."""
         try:
             done = subprocess.run(
-                ["git", "-C", cwd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
+                ["git", "-C", cwd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                 "-c", "safe.directory=*", *args],
                 capture_output=True, text=True, env=self._env, timeout=self._timeout, check=False,
                 stdin=subprocess.DEVNULL,
             )

@@ -14,8 +14,8 @@ retention and names its project bank, but a key that would change the server or 
 from __future__ import annotations
 
 import json
-import logging
 import os
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +30,6 @@ from hindsight_batch.errors import ConfigError
 
 DEFAULT_SOURCE = "default"
 HOME, PROJECT, GLOBAL = "home", "project", "global"
-log = logging.getLogger("hindsight_batch.config")
 
 # What a per-project file may not set (dotted prefixes of this tool's keys), and why, for the warning.
 PROJECT_FORBIDDEN: dict[str, str] = {
@@ -255,7 +254,7 @@ class ConfigResolver:
             for warning in resolved.warnings:
                 if warning not in self._warned:
                     self._warned.add(warning)
-                    log.warning("%s", warning)
+                    print(f"hindsight-batch: warning: {warning}", file=sys.stderr)
             self._cache[key] = resolved
         return self._cache[key]
 
