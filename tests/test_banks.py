@@ -24,8 +24,9 @@ def sha(text: str, n: int) -> str:
 
 
 def git(cwd: Path, *args: str) -> None:
-    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    who = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1", **who}
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=30)
 
 
@@ -135,7 +136,7 @@ def test_host_pi_settings_shape_retention_and_unused_keys_are_listed(tmp_path: P
     assert any(key.endswith("host.claude-code") for key in resolved.ignored_keys)
     write_json(project, {"host": {"pi": {"retainContnet": {}}}})
     from hindsight_batch.errors import ConfigError
-    with pytest.raises(ConfigError, match="host.pi.retainContnet"):
+    with pytest.raises(ConfigError, match=r"host\.pi\.retainContnet"):
         ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path / "p"))
 
 

@@ -100,7 +100,7 @@ def test_pi_hindsight_live_document_and_cursor(
     bank = f"ph-{uuid.uuid4().hex[:8]}"
     (isolated_home / ".pi" / "agent").mkdir(parents=True)
     (isolated_home / ".pi" / "agent" / "hindsight.jsonc").write_text(
-        '{ // pi-hindsight\n "banks": {"project": {"bankId": "%s",}},\n}' % bank)
+        '{ // pi-hindsight\n "banks": {"project": {"bankId": "' + bank + '",}},\n}')
     cwd = tmp_path / "proj"
     cwd.mkdir()
     path = session(tmp_path, cwd, "s-ph")
