@@ -71,9 +71,8 @@ def test_hindsight_pi_live_retains_are_not_doubled(
             "store_method:auto"]
     with hindsight_server.client() as client:
         live_retain(client, bank, "s-live", tags)
-        # The tool's own earlier imports (store_method:import) are not live retains.
-        live_retain(client, bank, "pi-import:s-fresh:project:main:w0000",
-                    ["session:s-fresh", "store_method:import"])
+        # Imported documents (store_method:import) are not live retains.
+        live_retain(client, bank, "an-earlier-import:s-fresh", ["session:s-fresh", "store_method:import"])
 
     rows, summary = run(runner, tmp_path, str(retained), str(fresh), "--apply", "--wait")
     assert summary["live_retained"] == {"after": 1, "none": 1}
