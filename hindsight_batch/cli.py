@@ -296,6 +296,7 @@ def route_command(
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
     from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
     from hindsight_batch.session.model import SessionHeader
@@ -306,8 +307,11 @@ def route_command(
         text = sys.stdin.read()
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
-    settings = resolver.for_cwd(folder).settings
+    resolved = resolver.for_cwd(folder)
+    settings = resolved.settings
     scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
+    with contextlib.suppress(Unreproducible):  # the preview then shows this tool's own rule
+        settings = with_project_bank(settings, BankResolver(resolver.env).derive(resolved, folder, scope.project)[0])
     decision, _ = route_text(
         settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
         base_tags=base_tags(scope, settings),

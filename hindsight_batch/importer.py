@@ -354,19 +354,9 @@ class Importer:
         seen["sessions"] += 1
         annotations: dict[str, Any] = {"bank_why": choice.why}
         live = self.options.live
-        if live is not None:
-            decision = live.decide(choice.bank_id, resolved.family, header.id, path, header.cwd)
-            summary.live_retained[decision.decision] += 1
-            summary.live_unchecked = summary.live_unchecked or live.problem
-            annotations["live_retained"] = decision.as_json()
-            if decision.decision == "skip":
-                summary.sessions_skipped.append({"file": str(path), "reason": decision.note})
-                return None
-            handled = decision.handled(handled)
         summary.user_retain_modes.add(settings.user_retain.mode)
         shape = settings_hash(settings) + (":catch-up" if self.options.catch_up else "")
-        if handled is not None and handled.handled_until:
-            shape += f":live-until:{handled.handled_until}"
+        shape += f":live-{live.mode}" if live is not None else ""
         key = str(path)
         previous = known.get(key)
         summary.sessions += 1
@@ -384,6 +374,15 @@ class Importer:
                 self._reuse(rows, manifest)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
                 return None
+        if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
+            decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
+            summary.live_retained[decision.decision] += 1
+            summary.live_unchecked = summary.live_unchecked or live.problem
+            annotations["live_retained"] = decision.as_json()
+            if decision.decision == "skip":
+                summary.sessions_skipped.append({"file": str(path), "reason": decision.note})
+                return None
+            handled = decision.handled(handled)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, annotations)
 
     def _plan_here(self, job: _Job) -> SessionPlan | str:
