@@ -295,8 +295,8 @@ def route_command(
       hindsight-batch route "I prefer terse answers in every project"
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
-    from hindsight_batch.config import ConfigResolver
     from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
+    from hindsight_batch.config import ConfigResolver
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
     from hindsight_batch.session.model import SessionHeader
