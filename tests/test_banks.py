@@ -256,3 +256,12 @@ def test_jsonc_keeps_strings_intact() -> None:
 
     text = '{"url": "http://x//y", "s": "a,}", /* c */ "l": [1, 2, ], // end\n "o": {"k": "/*v*/",},}'
     assert json.loads(strip_jsonc(text)) == {"url": "http://x//y", "s": "a,}", "l": [1, 2], "o": {"k": "/*v*/"}}
+
+
+def test_your_own_files_decide_the_extension_not_a_cloned_repository(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".hindsight" / "config.json", {"bankStrategy": "per-repo"})
+    work = repo(tmp_path / "w", "git@github.com:acme/widget.git")
+    write_json(work / ".pi" / "hindsight.json", {"banks": {"project": {"bankId": "other-extension-bank"}}})
+    resolved = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(work))
+    assert resolved.family == "hindsight-pi" and bank_for(isolated_home, work)[0] == "widget"
+    assert str(work / ".pi" / "hindsight.json") in resolved.family_files["pi-hindsight"]

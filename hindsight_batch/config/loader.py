@@ -13,6 +13,7 @@ retention and names its project bank, but a key that would change the server or 
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -145,7 +146,7 @@ def _label(layer: Layer, dotted: str) -> str:
 
 def _restrict(layer: Layer) -> tuple[Layer, list[str]]:
     """A per-project layer without the keys it has no power over, and one warning per key dropped."""
-    data = json.loads(json.dumps(layer.data))
+    data = copy.deepcopy(layer.data)
     warnings = []
     for prefix, what in PROJECT_FORBIDDEN.items():
         *parents, last = prefix.split(".")
@@ -270,6 +271,7 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     warnings: list[str] = []
     unused: list[str] = []
     found: dict[str, list[str]] = {}
+    found_in_projects: dict[str, list[str]] = {}
     for layer in layers:
         if layer.kind == PROJECT:
             layer, dropped = _restrict(layer)
@@ -277,7 +279,7 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
         _merge(merged, layer, layer.data, origins, "")
         unused += [f"{layer.source}: {key}" for key in layer.unused]
         for family in layer.families:
-            found.setdefault(family, []).append(layer.source)
+            (found_in_projects if layer.kind == PROJECT else found).setdefault(family, []).append(layer.source)
     ignored = sorted(k for k in merged if k in EXTENSION_ONLY_KEYS)
     for key in ignored:
         del merged[key]
@@ -292,11 +294,15 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
             message = "unknown key (check the spelling; unknown keys are never ignored)"
         raise ConfigError(resolved.origin(dotted), dotted or "(top level)", message) from None
     files = [Path(layer.source) for layer in layers if not layer.source.startswith(("env ", "flag "))]
-    family = _family(settings, found, origins)
+    # Your own files decide whose configuration is in use; a project's files only where yours say nothing, so a
+    # cloned repository carrying the other extension's file does not change the rule (or stop the run).
+    family = _family(settings, found or found_in_projects)
+    for name, sources in found_in_projects.items():
+        found.setdefault(name, []).extend(sources)
     return ResolvedConfig(settings, origins, files, ignored + unused, family, found, warnings)
 
 
-def _family(settings: Settings, found: dict[str, list[str]], origins: dict[str, str]) -> str:
+def _family(settings: Settings, found: dict[str, list[str]]) -> str:
     """Whose bank rule applies: the ``extension`` key, else the one extension whose configuration was found."""
     if settings.extension != "auto":
         return settings.extension
