@@ -300,7 +300,9 @@ class BankResolver:
         """The bank by the rule in effect, and why. Raises :class:`Unreproducible`."""
         settings = resolved.settings
         family = resolved.family
-        if family == HINDSIGHT_PI and settings.banks.project.bank_id:
+        theirs = resolved.family_files.get(PI_HINDSIGHT, [])
+        origin = resolved.origin("banks.project.bankId")
+        if family == HINDSIGHT_PI and settings.banks.project.bank_id and origin.split(" (")[0] not in theirs:
             bank = settings.banks.project.bank_id
             return bank, (f"banks.project.bankId ({resolved.origin('banks.project.bankId')}); note: hindsight-pi "
                           "itself does not read this key")
