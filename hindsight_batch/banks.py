@@ -37,6 +37,7 @@ from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
 from hindsight_batch.items import own_project_bank_id
+from hindsight_batch.masking import mask
 
 GIT_TIMEOUT = 5.0
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
@@ -129,7 +130,7 @@ def _repo_slug(cwd: str, git: Git) -> tuple[str | None, str]:
     if code == 0 and url:
         name = re.split(r"[/:]", re.sub(r"\.git$", "", url))[-1]
         if name:
-            return sanitize(name), f"the last segment of git remote origin {url!r}"
+            return sanitize(name), f"the last segment of git remote origin {mask(url)!r}"
     code, out = git.run(cwd, "rev-parse", "--show-toplevel")
     root = out.strip() if code == 0 else ""
     if not root:

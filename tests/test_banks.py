@@ -69,7 +69,7 @@ def test_sanitizer_edge_cases(raw: str, expected: str) -> None:
 def test_hindsight_pi_per_repo_remotes_and_fallbacks(tmp_path: Path, isolated_home: Path) -> None:
     write_json(isolated_home / ".hindsight" / "config.json", {"host": {"pi": {"recallMode": "hybrid"}}})
     scp = repo(tmp_path / "a", "git@github.com:acme/Widget.git")
-    https = repo(tmp_path / "b", "https://gitlab.example.com/group/sub/API-Server.git")
+    https = repo(tmp_path / "b", "https://ci:glpat-SECRET123@gitlab.example.com/group/sub/API-Server.git")
     bare = repo(tmp_path / "Plain Repo")
     plain = tmp_path / "no-git"
     plain.mkdir()
@@ -77,6 +77,7 @@ def test_hindsight_pi_per_repo_remotes_and_fallbacks(tmp_path: Path, isolated_ho
     assert bank_for(isolated_home, scp / "src")[0] == "widget"
     bank, why = bank_for(isolated_home, https)
     assert bank == "api-server" and "per-repo" in why and "remote origin" in why
+    assert "glpat-SECRET123" not in why  # the reason is printed and stored: the URL's credentials are masked
     root = subprocess.run(["git", "-C", str(bare), "rev-parse", "--show-toplevel"], capture_output=True,
                           text=True, check=True).stdout.strip()
     assert bank_for(isolated_home, bare)[0] == f"plain-repo-{sha(root, 10)}"
