@@ -24,6 +24,7 @@ skipped with the reason. A recorded bank that differs from the derived one skips
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -233,12 +234,14 @@ def _queue_safe(value: str) -> str:
     return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", value)[:120]) or "default"
 
 
-def _banks_in_lines(path: Path, document_id: str | None = None) -> set[str]:
-    found: set[str] = set()
+@functools.lru_cache(maxsize=256)
+def _queue_banks(path: str, _mtime_ns: int, _size: int) -> dict[str, frozenset[str]]:
+    """A queue file's banks by document id ("" collects every record), read once per version of the file."""
+    found: dict[str, set[str]] = {}
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb") as handle:
             for number, line in enumerate(handle):
-                if number >= 100_000:
+                if number >= 1_000_000:
                     break
                 try:
                     obj = json.loads(line)
@@ -246,11 +249,20 @@ def _banks_in_lines(path: Path, document_id: str | None = None) -> set[str]:
                     continue
                 if not isinstance(obj, dict) or not isinstance(obj.get("bankId"), str):
                     continue
-                if document_id is None or obj.get("documentId") == document_id:
-                    found.add(obj["bankId"])
+                found.setdefault("", set()).add(obj["bankId"])
+                if isinstance(obj.get("documentId"), str):
+                    found.setdefault(obj["documentId"], set()).add(obj["bankId"])
     except OSError:
         pass
-    return found
+    return {key: frozenset(value) for key, value in found.items()}
+
+
+def _banks_in_lines(path: Path, document_id: str | None = None) -> set[str]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return set()
+    return set(_queue_banks(str(path), stat.st_mtime_ns, stat.st_size).get(document_id or "", frozenset()))
 
 
 def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, env: Mapping[str, str]) -> set[str]:

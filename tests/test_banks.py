@@ -266,3 +266,14 @@ def test_your_own_files_decide_the_extension_not_a_cloned_repository(tmp_path: P
     resolved = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(work))
     assert resolved.family == "hindsight-pi" and bank_for(isolated_home, work)[0] == "widget"
     assert str(work / ".pi" / "hindsight.json") in resolved.family_files["pi-hindsight"]
+
+
+def test_a_flat_toml_file_hindsight_pi_reads_but_toml_does_not(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".hindsight" / "config.toml", None,
+               "# flat\napi_url = http://127.0.0.1:7000\nbank_id = 'Unquoted Ok'\nrecall_types = world,experience\n")
+    resolved = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path))
+    assert resolved.settings.base_url == "http://127.0.0.1:7000" and resolved.settings.bank_id == "Unquoted Ok"
+    write_json(isolated_home / ".hindsight" / "config.toml", None, "api_url = http://x\nsurprise = 1 2\n")
+    from hindsight_batch.errors import ConfigError
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path))

@@ -119,6 +119,28 @@ def strip_jsonc(text: str) -> str:
     return "".join(out)
 
 
+_FLAT_TOML_KEYS = frozenset({"api_url", "api_key", "bank_id", "global_bank", "recall_types"})
+
+
+def flat_toml(text: str) -> dict[str, str] | None:
+    """hindsight-pi's own reading of a TOML file: ``key = value`` lines, quotes stripped, ``#`` comments. Used
+    only when the file is not valid TOML (an unquoted value, say) and every line is such a line with a key the
+    extension reads: then the file means what it means to the extension; otherwise None."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, sep, value = stripped.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or key not in _FLAT_TOML_KEYS or not value:
+            return None
+        for quote in ('"', "'"):
+            value = value.removeprefix(quote).removesuffix(quote)
+        out[key] = value
+    return out or None
+
+
 def base_url(value: Any) -> Any:
     """hindsight-pi's ``normalizeBaseUrl``: a URL without a scheme gets ``http://``."""
     if isinstance(value, str) and value.strip() and not value.strip().lower().startswith(("http://", "https://")):

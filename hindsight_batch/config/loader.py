@@ -92,7 +92,12 @@ def _parse(path: Path, jsonc: bool = False) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
         if kind == "TOML":
-            data: Any = tomllib.loads(text)
+            try:
+                data: Any = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                data = families.flat_toml(text)
+                if data is None:
+                    raise
         elif kind == "JSONC":
             data = json.loads(families.strip_jsonc(text))
         else:
