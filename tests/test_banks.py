@@ -277,3 +277,37 @@ def test_a_flat_toml_file_hindsight_pi_reads_but_toml_does_not(tmp_path: Path, i
     from hindsight_batch.errors import ConfigError
     with pytest.raises(ConfigError, match="not valid TOML"):
         ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path))
+
+
+def test_pi_session_strategy_uses_the_bank_a_persisted_recall_names(runner: CliRunner, tmp_path: Path,
+                                                                    isolated_home: Path) -> None:
+    write_json(isolated_home / ".hindsight" / "config.json", {"bankStrategy": "pi-session"})
+    work = tmp_path / "w"
+    work.mkdir()
+    b = SessionBuilder(cwd=str(work), session_id="s-ps")
+    b.user("Fix the uploader's retry loop in this repo.")
+    b.entry("custom_message", customType="hindsight-recall", content="<hindsight_memories>x</hindsight_memories>",
+            display=False, details={"bankId": "session-lz3k9a", "query": "q"})
+    b.assistant("Fixed.")
+    rows, _ = import_rows(runner, tmp_path, b.write(tmp_path / "sessions" / "ps.jsonl"))
+    assert {r["bank_id"] for r in rows} == {"session-lz3k9a"} and "pi-session" in rows[0]["bank_why"]
+    assert not any("hindsight_memories" in json.dumps(r) for r in rows)
+
+
+def test_pi_hindsight_queue_job_for_another_bank_skips_the_session(runner: CliRunner, tmp_path: Path,
+                                                                   isolated_home: Path) -> None:
+    from hindsight_batch.catchup import path_hash
+
+    write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"banks": {"project": {"derive": "cwd"}}})
+    work = tmp_path / "w"
+    work.mkdir()
+    path = session_in(tmp_path, work, "s-q")
+    job = {"id": "j1", "bankId": "pi-project-elsewhere-000000000000", "documentId": f"pi-session:{path_hash(path)}",
+           "createdAt": "2026-05-01T10:00:00Z", "updateMode": "append", "item": {"content": "x"}, "retries": 0}
+    write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
+    rows, summary = import_rows(runner, tmp_path, path)
+    assert rows == [] and "pi-project-elsewhere" in summary["sessions_skipped"][0]["reason"]
+    job["bankId"] = f"pi-project-w-{sha(str(work), 12)}"  # the same bank: imported there
+    write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
+    rows, _ = import_rows(runner, tmp_path, path)
+    assert {r["bank_id"] for r in rows} == {job["bankId"]}
