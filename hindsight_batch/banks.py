@@ -136,7 +136,7 @@ def _repo_slug(cwd: str, git: Git) -> tuple[str | None, str]:
     root = out.strip() if code == 0 else ""
     if not root:
         return None, "not in a git repository"
-    return sanitize(f"{_last_segment(root) or 'repo'}-{_sha(root, 10)}"), f"the repository root {root} (no origin)"
+    return sanitize(f"{_last_segment(root)}-{_sha(root, 10)}"), f"the repository root {root} (no origin)"
 
 
 def hindsight_pi_bank(resolved: ResolvedConfig, cwd: str, git: Git) -> tuple[str, str]:

@@ -311,3 +311,11 @@ def test_pi_hindsight_queue_job_for_another_bank_skips_the_session(runner: CliRu
     write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
     rows, _ = import_rows(runner, tmp_path, path)
     assert {r["bank_id"] for r in rows} == {job["bankId"]}
+
+
+def test_pi_hindsight_linked_worktree_shares_the_main_worktree_bank(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {})
+    main = repo(tmp_path / "main-repo", "git@github.com:acme/site.git")
+    git(main, "worktree", "add", "-q", str(tmp_path / "feature-wt"), "-b", "feat")
+    real = os.path.realpath(main)
+    assert bank_for(isolated_home, tmp_path / "feature-wt")[0] == f"pi-project-main-repo-{sha(real, 12)}"
