@@ -208,7 +208,7 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
