@@ -323,7 +323,8 @@ class BankResolver:
             return hindsight_pi_bank(resolved, cwd, self._git)
         if family == PI_HINDSIGHT:
             return pi_hindsight_bank(resolved, cwd, self._git)
-        if settings.banks.project.bank_id:
+        from_env = resolved.origin("bankId").startswith(("env ", "flag "))  # the environment beats files
+        if settings.banks.project.bank_id and not (settings.bank_id and from_env):
             return settings.banks.project.bank_id, f"banks.project.bankId ({resolved.origin('banks.project.bankId')})"
         if settings.bank_id:
             return settings.bank_id, f"bankId ({resolved.origin('bankId')})"

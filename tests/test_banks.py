@@ -319,3 +319,21 @@ def test_pi_hindsight_linked_worktree_shares_the_main_worktree_bank(tmp_path: Pa
     git(main, "worktree", "add", "-q", str(tmp_path / "feature-wt"), "-b", "feat")
     real = os.path.realpath(main)
     assert bank_for(isolated_home, tmp_path / "feature-wt")[0] == f"pi-project-main-repo-{sha(real, 12)}"
+
+
+def test_without_git_the_rule_is_not_guessed(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".hindsight" / "config.json", {"bankStrategy": "per-repo"})
+    work = repo(tmp_path / "w", "git@github.com:acme/widget.git")
+    resolved = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(work))
+    no_git = {"HOME": str(isolated_home), "PATH": str(tmp_path / "empty-bin")}
+    with pytest.raises(Unreproducible, match="git is not installed"):
+        BankResolver(no_git).derive(resolved, str(work), "w")
+    choice = BankResolver(no_git).choose(resolved, str(work), "w", "s-nogit", tmp_path / "none.jsonl")
+    assert choice.bank_id is None and choice.skip and "git is not installed" in choice.skip
+
+
+def test_no_extension_configuration_keeps_this_tools_rule(tmp_path: Path, isolated_home: Path) -> None:
+    project = write_json(tmp_path / "p" / ".hindsight" / "config.json", {"banks": {"project": {"bankId": "from-file"}}})
+    assert bank_for(isolated_home, tmp_path / "p") == ("from-file", f"banks.project.bankId ({project})")
+    assert bank_for(isolated_home, tmp_path / "p", {"HINDSIGHT_BANK_ID": "from-env"})[0] == "from-env"
+    assert bank_for(isolated_home, tmp_path / "q")[0] == f"pi-q-{sha(str(tmp_path / 'q'), 8)}"
