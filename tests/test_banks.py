@@ -337,3 +337,12 @@ def test_no_extension_configuration_keeps_this_tools_rule(tmp_path: Path, isolat
     assert bank_for(isolated_home, tmp_path / "p") == ("from-file", f"banks.project.bankId ({project})")
     assert bank_for(isolated_home, tmp_path / "p", {"HINDSIGHT_BANK_ID": "from-env"})[0] == "from-env"
     assert bank_for(isolated_home, tmp_path / "q")[0] == f"pi-q-{sha(str(tmp_path / 'q'), 8)}"
+
+
+def test_host_pi_values_as_the_extension_reads_them(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".hindsight" / "config.json", {"host": {"pi": {
+        "constantTags": "team:core, harness:pi", "toolFilter": '{"toolCall": {"include": ["bash"]}}',
+        "observationScopes": "per_tag"}}})
+    s = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path)).settings
+    assert s.constant_tags == ["team:core", "harness:pi"] and s.tool_filter.tool_call.include == ["bash"]
+    assert s.observation_scopes == "per_tag"

@@ -182,7 +182,7 @@ def _host(value: Any, label: str, out: Translated) -> None:
             if key in _HP_HOST_USED:
                 if item is None and key in ("observationScopes", "autoRecallTags"):
                     continue
-                out.data[key] = item
+                out.data[key] = _hp_value(key, item, label)
                 out.written_as[key] = f"host.pi.{key}"
                 out.whole.add(key)  # host.pi is merged one level deep: a later file replaces the whole value
             elif key in _HP_HOST_UNUSED:
@@ -190,6 +190,18 @@ def _host(value: Any, label: str, out: Translated) -> None:
             else:
                 raise ConfigError(label, f"host.pi.{key}",
                                   "unknown key (not one hindsight-pi reads; unknown keys are never ignored)")
+
+
+def _hp_value(key: str, value: Any, label: str) -> Any:
+    """As hindsight-pi's ``csvOr``/``jsonOr``: a tag list may be a comma string, an object or list a JSON string."""
+    if isinstance(value, str) and key in ("constantTags", "autoRecallTags"):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, str) and value.strip().startswith(("{", "[")):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ConfigError(label, f"host.pi.{key}", "a JSON string that does not parse") from None
+    return value
 
 
 def translate_pi_hindsight_file(data: dict[str, Any], label: str) -> Translated:
