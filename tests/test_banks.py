@@ -346,3 +346,31 @@ def test_host_pi_values_as_the_extension_reads_them(tmp_path: Path, isolated_hom
     s = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path)).settings
     assert s.constant_tags == ["team:core", "harness:pi"] and s.tool_filter.tool_call.include == ["bash"]
     assert s.observation_scopes == "per_tag"
+
+
+def test_a_config_as_hindsight_pi_setup_writes_it(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """Every key its saveConfig writes (both spellings of the top-level ones), untouched: accepted, bank in effect."""
+    host = {"enabled": True, "workspace": "pi", "peerName": "user", "aiPeer": "pi", "linkedHosts": [],
+            "recallMode": "hybrid", "recallTypes": ["observation"], "recallPerType": 2, "recallDisplayMode": "grouped",
+            "autoCreateBank": True, "logging": True, "dialecticDynamic": True, "reasoningLevel": "low",
+            "showRecallIndicator": True, "showRetainIndicator": True, "indicatorsInContext": False,
+            "renameSessionToBank": False, "searchBudget": "mid", "reflectBudget": "low", "contextTokens": 1200,
+            "contextRefreshTtlSeconds": 300, "contextRefreshMessageThreshold": 8, "contextCadence": 1,
+            "injectionFrequency": "every-turn", "writeFrequency": "turn", "saveMessages": True, "retainMode": "response",
+            "stepRetainThreshold": 5, "toolPreviewLength": 500, "maxMessageLength": 25000, "recallMaxQueryChars": 800,
+            "recallLongQueryBehavior": "skip", "autoRecallPersist": False, "autoRecallDisplay": False,
+            "constantTags": ["harness:pi"], "autoRecallTags": ["{project}"], "autoRecallTagsMatch": "any_strict",
+            "projectName": "acme", "observationScopes": [["{project}"]],
+            "retainContent": {"assistant": ["text"], "user": ["text"], "toolResult": []},
+            "strip": {"topLevel": ["type", "id", "parentId"], "message": ["usage"]},
+            "toolFilter": {"toolCall": {"exclude": ["read"]}, "toolResult": {"exclude": ["read"]}}}
+    write_json(isolated_home / ".hindsight" / "config.json", {
+        "apiKey": "hs-key-1234", "api_key": "hs-key-1234", "baseUrl": "http://127.0.0.1:8888",
+        "api_url": "http://127.0.0.1:8888", "bankId": "My Memory", "bank_id": "My Memory", "bankStrategy": "manual",
+        "recallTypes": ["observation"], "recall_types": ["observation"], "mappings": {}, "host": {"pi": host},
+        "hosts": {"work": {"baseUrl": "http://other:8888", "bankStrategy": "per-repo"}}})
+    result = invoke(runner, "status", "--cwd", str(tmp_path), "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["project_bank_id"] == "my-memory" and data["extension_config"] == "hindsight-pi"
+    assert "hs-key-1234" not in result.stdout
