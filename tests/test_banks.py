@@ -375,3 +375,14 @@ def test_a_config_as_hindsight_pi_setup_writes_it(runner: CliRunner, tmp_path: P
     data = json.loads(result.stdout)
     assert data["project_bank_id"] == "my-memory" and data["extension_config"] == "hindsight-pi"
     assert "hs-key-1234" not in result.stdout
+
+
+def test_pi_hindsight_api_key_references(tmp_path: Path, isolated_home: Path) -> None:
+    write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"hindsight": {"apiKeyRef": "env:MY_HS_KEY"}})
+    env = {"HOME": str(isolated_home), "MY_HS_KEY": "hs-from-ref"}
+    key = ConfigResolver(env=env).for_cwd(str(tmp_path)).settings.api_key
+    assert key is not None and key.get_secret_value() == "hs-from-ref"
+    write_json(isolated_home / ".pi" / "agent" / "hindsight.json",
+               {"hindsight": {"apiKey": {"source": "env", "name": "MY_HS_KEY"}}})
+    key = ConfigResolver(env=env).for_cwd(str(tmp_path)).settings.api_key
+    assert key is not None and key.get_secret_value() == "hs-from-ref"

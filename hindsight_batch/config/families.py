@@ -61,7 +61,8 @@ _HP_HOST_UNUSED = frozenset({
 _PH_UNUSED_TOP = frozenset({"enabled", "setupComplete", "agentUse", "mentalModels", "recall", "observations",
                             "retain", "import", "status", "notifications", "scope", "profile", "$schema"})
 _PH_BANK_ALIASES = {"coding": "project", "global": "user", "life": "user"}
-_PH_BANK_UNUSED = frozenset({"retainMission", "reflectMission", "observationsMission", "mission", "name"})
+_PH_BANK_UNUSED = frozenset({"retainMission", "reflectMission", "observationsMission", "retainStructuredChunkSize",
+                             "mission", "name"})
 
 
 @dataclass
@@ -239,6 +240,13 @@ def _ph_server(value: Any, label: str, out: Translated) -> None:
         elif key == "apiKey":
             out.data["apiKey"] = item  # a {source: env, name} reference is resolved by the loader
             out.written_as["apiKey"] = "hindsight.apiKey"
+        elif key == "apiKeyRef":  # "env:NAME"; a key written out beside it wins, as in the extension
+            if "apiKey" in value:
+                continue
+            if not isinstance(item, str) or not item.startswith("env:") or not item[4:]:
+                raise ConfigError(label, "hindsight.apiKeyRef", 'must be "env:VARIABLE"')
+            out.data["apiKey"] = {"source": "env", "name": item[4:]}
+            out.written_as["apiKey"] = "hindsight.apiKeyRef"
         elif key == "timeoutMs":
             out.unused.append("hindsight.timeoutMs")
         else:
