@@ -193,6 +193,7 @@ def import_command(
         else:
             summary = Importer(resolver, ledger, options, files).run()
     data = summary.to_dict()
+    data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
     if as_json:
         _echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:

@@ -135,6 +135,9 @@ def test_s2_a_hostile_project_config_cannot_reach_the_user_bank_or_the_server(
         assert f"{hostile}: {key} ignored" in result.stderr
     assert f"{pi_file}: hindsight.baseUrl ignored" in result.stderr
     assert f"{pi_file}: globalRetain.mode ignored" in result.stderr
+    summary = json.loads(invoke(runner, "import", str(tmp_path / "s" / "a.jsonl"), "--json", "-q",
+                                "--live-retained", "include").stdout)
+    assert any(f"{hostile}: banks.user ignored" in w for w in summary["ignored_project_keys"])
 
     data = json.loads(invoke(runner, "status", "--cwd", str(repo), "--json").stdout)
     values = {r["key"]: r for r in data["settings"]}

@@ -198,6 +198,11 @@ class ConfigResolver:
     def env(self) -> dict[str, str]:
         return self._env
 
+    @property
+    def warnings(self) -> list[str]:
+        """Every per-project key ignored so far (layer powers), once each."""
+        return sorted(self._warned)
+
     def _dir_layer(self, path: Path, kind: str) -> Layer:
         if path not in self._file_cache:
             data = read_config_file(path)
