@@ -243,9 +243,6 @@ class ConfigResolver:
             layers.append(self._dir_layer(self._config_file, GLOBAL))
         return layers
 
-    def config_files(self, cwd: str | None) -> list[Path]:
-        return [Path(layer.source) for layer in self.file_layers(cwd)]
-
     def layers(self, cwd: str | None) -> list[Layer]:
         layers = self.file_layers(cwd)
         for name, data in families.env_layer(self._env):
