@@ -126,3 +126,15 @@ def test_a_dry_run_without_a_server_says_it_could_not_check(runner: CliRunner, t
     assert rows[0]["live_retained"]["decision"] == "unchecked" and "EARLY-ONE" in rows[0]["content"]
     result = invoke(runner, "import", str(path), "--state", str(tmp_path / "s2"))
     assert "COULD NOT CHECK" in result.stderr
+
+
+def test_a_live_cut_off_joins_catch_up_cursor_rules() -> None:
+    from hindsight_batch.catchup import CatchUpVerdict
+    from hindsight_batch.live import LiveDecision
+
+    after = LiveDecision("after", ("s",), "2026-06-01T00:00:00Z")
+    assert after.handled(None) == CatchUpVerdict(True, handled_until="2026-06-01T00:00:00Z")
+    assert after.handled(CatchUpVerdict(True)) == CatchUpVerdict(True, handled_until="2026-06-01T00:00:00Z")
+    cursor = CatchUpVerdict(True, handled_id="e7")  # the extension's own cursor names the message: it wins
+    assert after.handled(cursor) == cursor
+    assert LiveDecision("include").handled(None) is None and LiveDecision("none").handled(cursor) == cursor
