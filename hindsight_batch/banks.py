@@ -227,6 +227,34 @@ def pi_hindsight_bank(resolved: ResolvedConfig, cwd: str, git: Git) -> tuple[str
     return f"pi-project-{_slug48(os.path.basename(root))}-{_sha(root, 12)}", f"{how}: basis {root}"
 
 
+def _remote_project_id(url: str) -> str:
+    """pi-hindsight's ``normalizeGitRemoteToProjectId``: ``git@host:path`` as ``host/path``; userinfo, scheme,
+    ``ssh://git@``, ``git://`` and ``.git`` dropped; repeated slashes collapsed; slugged."""
+    value = url.strip()
+    scp = re.match(r"^git@([^:]+):(.+)$", value, re.IGNORECASE)
+    if scp:
+        value = f"{scp.group(1)}/{scp.group(2)}"
+    value = re.sub(r"^(https?://)[^/@]+@", r"\1", value, flags=re.IGNORECASE)
+    value = re.sub(r"^https?://", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"^ssh://git@", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"^git://", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"\.git$", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"/+", "/", value)
+    return _slug48(value) or "remote"
+
+
+def pi_hindsight_tags(cwd: str, git: Git) -> list[str]:
+    """The scope tags pi-hindsight puts on every live retain and filters recall by (``banks/banking.ts``
+    ``baseTags``): ``source:pi``, ``project:<id from the origin URL, else the root's name>``,
+    ``repo:<slug(root name)>-<sha256(root)[:12]>``."""
+    _need_cwd(cwd)
+    root = repo_root(cwd, git)
+    code, out = git.run(root, "config", "--get", "remote.origin.url")
+    remote = out.strip() if code == 0 else ""
+    project = _remote_project_id(remote) if remote else (_slug48(os.path.basename(root)) or "project")
+    return ["source:pi", f"project:{project}", f"repo:{_slug48(os.path.basename(root))}-{_sha(root, 12)}"]
+
+
 # Recorded banks ---------------------------------------------------------------------------------------------
 
 
@@ -308,6 +336,7 @@ class BankResolver:
         self._env = dict(os.environ if env is None else env)
         self._git = git or Git(self._env)
         self._derived: dict[tuple[str, str, int], tuple[str, str] | Unreproducible] = {}
+        self._tags: dict[str, list[str]] = {}
 
     def derive(self, resolved: ResolvedConfig, cwd: str, project: str) -> tuple[str, str]:
         """The bank by the rule in effect, and why. Raises :class:`Unreproducible`."""
@@ -330,6 +359,18 @@ class BankResolver:
             return settings.bank_id, f"bankId ({resolved.origin('bankId')})"
         return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
                                                     "pi-<project>-<sha256(cwd)[:8]>")
+
+    def family_tags(self, resolved: ResolvedConfig, cwd: str | None) -> list[str]:
+        """Tags the configured extension adds that this tool's own do not cover (pi-hindsight's scope tags), so
+        imported memories match its recall filters; none where they cannot be derived now."""
+        if resolved.family != PI_HINDSIGHT or not cwd:
+            return []
+        if cwd not in self._tags:
+            try:
+                self._tags[cwd] = pi_hindsight_tags(cwd, self._git)
+            except Unreproducible:
+                self._tags[cwd] = []
+        return self._tags[cwd]
 
     def choose(self, resolved: ResolvedConfig, cwd: str | None, project: str, session_id: str,
                session_file: Path) -> BankChoice:
@@ -362,7 +403,11 @@ class BankResolver:
         return BankChoice(bank, why)
 
 
-def with_project_bank(settings: Settings, bank_id: str) -> Settings:
-    """The settings with the chosen project bank in ``banks.project.bankId`` (where planning takes it from)."""
+def with_project_bank(settings: Settings, bank_id: str, extra_tags: list[str] | None = None) -> Settings:
+    """The settings with the chosen project bank in ``banks.project.bankId`` (where planning takes it from), and
+    the extension's own extra tags after ``constantTags``."""
     project = settings.banks.project.model_copy(update={"bank_id": bank_id})
-    return settings.model_copy(update={"banks": settings.banks.model_copy(update={"project": project})})
+    update: dict[str, object] = {"banks": settings.banks.model_copy(update={"project": project})}
+    if extra_tags:
+        update["constant_tags"] = list(dict.fromkeys([*settings.constant_tags, *extra_tags]))
+    return settings.model_copy(update=update)

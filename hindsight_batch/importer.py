@@ -349,7 +349,7 @@ class Importer:
         if choice.bank_id is None:
             summary.sessions_skipped.append({"file": str(path), "reason": f"no project bank: {choice.skip}"})
             return None
-        settings = with_project_bank(settings, choice.bank_id)
+        settings = with_project_bank(settings, choice.bank_id, self.banks.family_tags(resolved, header.cwd))
         seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
         seen["sessions"] += 1
         annotations: dict[str, Any] = {"bank_why": choice.why}

@@ -386,3 +386,15 @@ def test_pi_hindsight_api_key_references(tmp_path: Path, isolated_home: Path) ->
                {"hindsight": {"apiKey": {"source": "env", "name": "MY_HS_KEY"}}})
     key = ConfigResolver(env=env).for_cwd(str(tmp_path)).settings.api_key
     assert key is not None and key.get_secret_value() == "hs-from-ref"
+
+
+def test_pi_hindsight_scope_tags_reach_imported_items(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """pi-hindsight recalls by project:<id>/repo:<key> (any_strict): imports carry the same tags as its live
+    retains, so they are found."""
+    write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"banks": {"project": {"derive": "repo"}}})
+    root = repo(tmp_path / "Site", "git@github.com:Acme/Site.git")
+    (root / "web").mkdir()
+    rows, _ = import_rows(runner, tmp_path, session_in(tmp_path, root / "web", "s-tags"))
+    real = os.path.realpath(root)
+    assert {"source:pi", "project:github-com-acme-site", f"repo:site-{sha(real, 12)}"} <= set(rows[0]["tags"])
+    assert rows[0]["bank_id"] == f"pi-project-site-{sha(real, 12)}"
