@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import signal
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from hindsight_batch import __version__, build
-from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.errors import (
+    EXIT_BUSY,
+    EXIT_CONFIG,
+    EXIT_INTERNAL,
+    EXIT_ITEMS_FAILED,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    HindsightBatchError,
+    Terminated,
+    UsageError,
+    failure_reason,
+)
 from hindsight_batch.masking import mask
 from hindsight_batch.session.discovery import find_session_files
 
@@ -38,21 +52,65 @@ def _echo(message: str) -> None:
     click.echo(mask(message))
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _debug() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("debug"))
+
+
 def handle_errors(func: F) -> F:
-    """Turn our exceptions into one clear line on stderr and the documented exit code."""
+    """Turn every way a command can end badly into one clear line on stderr and the documented exit code: our
+    errors, an interrupt (SIGINT 130, SIGTERM 143; ``finally`` blocks record the run first), and an unexpected
+    exception (70; its traceback only with ``--debug``). No traceback reaches the user otherwise."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except HindsightBatchError as exc:
-            if kwargs.get("as_json"):  # every exit path of a --json run prints one JSON object on stdout
-                _echo(json.dumps({"error": {"code": exc.exit_code, "kind": type(exc).__name__,
-                                            "message": str(exc)}}))
-            _echo_err(f"hindsight-batch: error: {exc}")
-            sys.exit(exc.exit_code)
+        except Exception as exc:  # every one becomes a line and an exit code
+            _exit_for(exc, _debug(), bool(kwargs.get("as_json")))
+        except (KeyboardInterrupt, Terminated) as exc:
+            _exit_for(exc, False, bool(kwargs.get("as_json")))
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoReturn:
+    """The one line and the exit code for how a command ended; with ``--json`` also one JSON object on stdout,
+    ``{"error": {"code", "kind", "message"}}``, so every exit path of a --json run prints exactly one."""
+    if isinstance(exc, HindsightBatchError):
+        code, line = exc.exit_code, f"hindsight-batch: error: {exc}"
+    elif isinstance(exc, KeyboardInterrupt):
+        code, line = EXIT_SIGINT, "hindsight-batch: interrupted (SIGINT)"
+    elif isinstance(exc, Terminated):
+        code, line = EXIT_SIGTERM, "hindsight-batch: terminated (SIGTERM)"
+    else:
+        if debug:
+            traceback.print_exception(exc)
+        code = EXIT_INTERNAL
+        line = (f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
+                f"{'the traceback is above' if debug else 'run again with --debug to see where'})")
+    if as_json:
+        _echo(json.dumps({"error": {"code": code, "kind": type(exc).__name__,
+                                    "message": line.removeprefix("hindsight-batch: ")}}))
+    _echo_err(line)
+    sys.exit(code)
+
+
+def open_ledger(state_dir: Path | None) -> Ledger:
+    """The ledger in ``--state`` or the default folder. A folder that cannot be made or written is a usage error
+    (2) when named by ``--state``, a configuration error (3) when it came from $XDG_STATE_HOME or $HOME."""
+    from hindsight_batch.sinks.ledger import Ledger, LedgerPathError, default_state_dir
+
+    try:
+        return Ledger(state_dir or default_state_dir())
+    except LedgerPathError as exc:
+        if state_dir is None:
+            exc.exit_code = EXIT_CONFIG
+        raise
 
 
 def common_options(func: F) -> F:
@@ -70,14 +128,16 @@ def _progress(quiet: bool) -> bool:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="hindsight-batch",
                       message=f"%(prog)s, version %(version)s ({build()} build)")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="On an internal error, show the traceback (for a bug report).")
+def cli(debug: bool) -> None:
     """Move Pi coding-agent transcripts into Hindsight memory, safely.
 
     \b
     Commands that only read: import (dry run), route, status, report, verify.
     Writing to the server: import --apply, flush, forget --confirm. Writing session files:
     only prune-recall-messages --confirm; every other command opens them read-only.
-    Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
+    Exit codes: 0 ok, 1 some items or files failed, 2 usage, 3 configuration, 4 server,
+    70 internal error, 75 busy, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
 
 
@@ -111,6 +171,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--delete-stale", is_flag=True,
               help="Delete the server's pi-import: documents of the sessions this ledger planned that the current "
                    "plan no longer has (with --apply; without it, list them).")
+@click.option("--live-retained", type=click.Choice(["after", "skip", "include"]), default="after", show_default=True,
+              help="Sessions the live extension already retained (the server is asked, also in a dry run): import "
+                   "only what came after its retains, skip them, or include everything.")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
@@ -133,6 +196,7 @@ def import_command(
     wait: bool,
     wait_timeout: float,
     delete_stale: bool,
+    live_retained: str,
     catch_up: bool,
     max_seconds: float | None,
     jobs: int,
@@ -157,7 +221,8 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.live import LiveCheck
+    from hindsight_batch.sinks.manifest import ManifestWriter
     from hindsight_batch.sinks.upload import Uploader, reconcile
 
     if wait and not apply:
@@ -166,6 +231,9 @@ def import_command(
     resolver = ConfigResolver(config_file=config_file, flags=flags)
     global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     files = find_session_files(list(paths), resolve=True)  # a source is a file, not a spelling (S4)
+    # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
+    live = LiveCheck(live_retained, lambda: client_for(global_settings) if apply
+                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply)
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,
@@ -179,24 +247,30 @@ def import_command(
         catch_up=catch_up,
         max_seconds=max_seconds,
         jobs=jobs,
+        live=live,
     )
+    writer = ManifestWriter(manifest)  # a bad --manifest path fails here, before the ledger folder is made
     stale: dict[str, Any] | None = None
-    with Ledger(state_dir or default_state_dir()) as ledger:
-        if apply or delete_stale:
-            with client_for(global_settings) as client:
-                client.preflight()  # unreachable or unauthorized: exit 4 before any work, even with nothing to send
-                reconciled = reconcile(ledger, client) if apply else None
+    reconciled = None
+    try:
+        with open_ledger(state_dir) as ledger, contextlib.closing(live):
+            if apply or delete_stale:
+                with client_for(global_settings) as client:
+                    client.preflight()  # unreachable or unauthorized: exit 4 before any work, even with nothing to send
+                    reconciled = reconcile(ledger, client) if apply else None
 
-                def uploader(run_id: str) -> Uploader:
-                    return Uploader(client, ledger, run_id, global_settings.upload)
+                    def uploader(run_id: str) -> Uploader:
+                        return Uploader(client, ledger, run_id, global_settings.upload)
 
-                summary = Importer(resolver, ledger, options, files, uploader if apply else None).run()
-                if delete_stale:
-                    stale = _delete_stale(ledger, client, apply)
-        else:
-            summary = Importer(resolver, ledger, options, files).run()
-            reconciled = None
+                    summary = Importer(resolver, ledger, options, files, uploader if apply else None, writer).run()
+                    if delete_stale:
+                        stale = _delete_stale(ledger, client, apply)
+            else:
+                summary = Importer(resolver, ledger, options, files, manifest=writer).run()
+    finally:
+        writer.close(complete=False)  # a no-op after the run renamed it into place
     data = summary.to_dict()
+    data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
     if data["upload"] is not None and reconciled:
         data["upload"]["earlier_runs_settled"] = dict(reconciled)
     if stale is not None:
@@ -212,7 +286,7 @@ def import_command(
             _echo_err(f"  stale documents: {len(stale['documents'])} found, {verb} {stale['deleted']}")
             for doc in stale["documents"][:20]:
                 _echo_err(f"  stale: {doc['bank_id']} {doc['document_id']}")
-    if data["upload"] and data["upload"]["failed"]:
+    if (data["upload"] and data["upload"]["failed"]) or data["failed_files_total"]:
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -235,10 +309,11 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
+            f"failed files {data['failed_files_total']}, "
             f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
@@ -265,6 +340,11 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
     for problem in data["not_sessions"][:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
+    if data["failed_files_total"]:
+        out(f"  FAILED FILES {data['failed_files_total']} (not imported; tried again next run):")
+    for failed in data["failed_files"][:10]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        out(f"  failed: {failed['file']}{where}: {failed['reason']}")
     for duplicate in data["duplicate_sessions"][:10]:
         out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
     out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
@@ -277,6 +357,13 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
     if data["skip_reasons"]:
         out(f"  skipped chunks by reason: {_counts(data['skip_reasons'])}")
+    for bank, seen in list(data["project_banks"].items())[:10]:
+        out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
+    if data["live_retained"]:
+        out(f"  live retains: {_counts(data['live_retained'])}"
+            + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
+    for skipped in data["sessions_skipped"][:10]:
+        out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
@@ -321,6 +408,7 @@ def route_command(
       hindsight-batch route "I prefer terse answers in every project"
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
@@ -332,8 +420,11 @@ def route_command(
         text = sys.stdin.read()
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
-    settings = resolver.for_cwd(folder).settings
+    resolved = resolver.for_cwd(folder)
+    settings = resolved.settings
     scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
+    with contextlib.suppress(Unreproducible):  # the preview then shows this tool's own rule
+        settings = with_project_bank(settings, BankResolver(resolver.env).derive(resolved, folder, scope.project)[0])
     decision, _ = route_text(
         settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
         base_tags=base_tags(scope, settings),
@@ -499,7 +590,8 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
     elif not quiet:
         for r in reports:
             verb = "would send" if dry_run else "sent"
-            _echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+            state = ("BUSY, " if r.busy else "") + ("FAILED, " if r.failed else "")
+            _echo(f"{r.queue}: {state}{verb} {r.would_send if dry_run else r.sent}, "
                        f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
                        f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
@@ -508,7 +600,7 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             _echo("no retain queues found")
     if any(r.busy for r in reports):
         sys.exit(EXIT_BUSY)
-    if any(r.retry_later or r.dead_lettered for r in reports):
+    if any(r.retry_later or r.dead_lettered or r.failed for r in reports):
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -521,7 +613,10 @@ def _default_queue_roots() -> list[Path]:
     root = default_session_root()
     if root.is_dir():
         for path in find_session_files([root]):
-            header = peek_header(path)
+            try:
+                header = peek_header(path)
+            except Exception:  # an unreadable session names no project; import reports it
+                continue
             if not isinstance(header, str) and header.cwd:
                 cwds.add(header.cwd)
     roots += [Path(cwd) for cwd in sorted(cwds) if (Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl").is_file()]
@@ -544,9 +639,8 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
       duckdb ~/.local/state/hindsight-batch/ledger.duckdb "select route, count(*) from manifest group by 1"
     """
     from hindsight_batch.report import build_report
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
 
-    with Ledger(state_dir or default_state_dir()) as ledger:
+    with open_ledger(state_dir) as ledger:
         data = build_report(ledger, run_id)
     if as_json:
         _echo(json.dumps(data, indent=2))
@@ -561,6 +655,9 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status"),
                        ("forgotten", "forgotten")):
         _echo(f"  {title}: {_counts(data[key])}")
+    for failed in data["failed_files"][:50]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        _echo(f"  failed file: {failed['file']}{where}: {failed['reason']}")
 
 
 @cli.command("verify")
@@ -579,11 +676,10 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
       hindsight-batch verify --json
     """
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
     from hindsight_batch.verify import verify
 
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
-    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir) as ledger, client_for(settings) as client:
         client.preflight()
         report = verify(ledger, client, bank)
     data = report.to_dict()
@@ -623,10 +719,9 @@ def forget_command(run_id: str, confirm: bool, force: bool, state_dir: Path | No
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.forget import forget_run
     from hindsight_batch.importer import new_run_id
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
 
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
-    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir) as ledger, client_for(settings) as client:
         client.preflight()
         by_run = new_run_id()
         ledger.start_run(by_run, "forget", "confirm" if confirm else "preview")
@@ -661,28 +756,38 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.items import project_bank_id, session_scope
-    from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.ledger import default_state_dir
 
     folder = str((cwd or Path.cwd()).resolve())
-    resolved = ConfigResolver(config_file=config_file).for_cwd(folder)
+    resolver = ConfigResolver(config_file=config_file)
+    resolved = resolver.for_cwd(folder)
     settings = resolved.settings
     values = _flatten(settings.model_dump(mode="json", by_alias=True))
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
-    scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
+    project = (settings.project_name or "").strip() or Path(folder).name
+    try:
+        bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
+    except Unreproducible as exc:
+        bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
     rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
             for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
+    family = {"hindsight-pi": "hindsight-pi (walodayeet/hindsight-pi)", "pi-hindsight": "pi-hindsight "
+              "(luxus/pi-hindsight)"}.get(resolved.family, "none found: this tool's own rules apply")
     data: dict[str, Any] = {
         "cwd": folder,
         "config_files": [str(p) for p in resolved.files],
+        "extension_config": resolved.family,
+        "extension_config_files": resolved.family_files,
         "ignored_extension_keys": resolved.ignored_keys,
+        "ignored_project_keys": resolved.warnings,
         "user_retain_mode": settings.user_retain.mode,
         "router_mode_on": settings.user_retain.mode == "router",
-        "project_bank_id": project_bank_id(scope, settings),
+        "project_bank_id": bank,
+        "project_bank_why": why,
         "settings": rows,
         "ledger": ledger_totals,
         "server": _server_status(settings) if server else "not asked (use --server)",
@@ -695,14 +800,22 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
         return
     _echo(f"configuration for sessions in {folder}")
     _echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
+    _echo(f"extension configuration: {family}")
+    for name, found in sorted(resolved.family_files.items()):
+        _echo(f"  {name} settings in: {', '.join(dict.fromkeys(found))}")
+    for warning in resolved.warnings:
+        _echo(f"IGNORED: {warning}")
     if settings.user_retain.mode == "router":
         _echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
     else:
         _echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
-    _echo(f"project bank: {data['project_bank_id']}")
+    _echo(f"project bank: {bank or '(none)'}")
+    _echo(f"  because: {why}")
     width = max(len(r["key"]) for r in rows)
     for row in rows:
         _echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    if resolved.ignored_keys:
+        _echo("accepted, not used by this tool: " + ", ".join(resolved.ignored_keys))
     _echo(f"ledger: {json.dumps(ledger_totals)}")
     _echo(f"server: {data['server']}")
     for queue in data["queues"]:
@@ -721,7 +834,7 @@ def _queue_depths() -> list[dict[str, Any]]:
     depths = []
     for path in queue_files(_default_queue_roots()):
         dead = side_file(path, "dead")
-        dead_count = sum(1 for line in dead.read_text().splitlines() if line.strip()) if dead.exists() else 0
+        dead_count = sum(1 for line in dead.read_bytes().split(b"\n") if line.strip()) if dead.exists() else 0
         depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
     return depths
 
@@ -760,9 +873,19 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
+    """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
+    (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
+    flags), with the same codes."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
-        cli.main(prog_name="hindsight-batch", standalone_mode=True)
-    except KeyboardInterrupt:
-        _echo_err("hindsight-batch: interrupted")
-        sys.exit(130)
-
+        cli.main(prog_name="hindsight-batch", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort as exc:  # click turns a Ctrl-C (or the end of input at a prompt) into Abort
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _exit_for(exc.__cause__, False)
+        _echo_err("Aborted!")
+        sys.exit(EXIT_ITEMS_FAILED)
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        _exit_for(exc, "--debug" in sys.argv[1:])

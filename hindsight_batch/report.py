@@ -34,6 +34,8 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         if row.get("bank_id"):
             banks[row["bank_id"]] += 1
     documents = dict(db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+    failed = db.execute("SELECT path, line, reason FROM failed_files WHERE run_id = ? ORDER BY path",
+                        [run_id]).fetchall()
     return {
         "runs": [
             {"run_id": r[0], "command": r[1], "mode": r[2], "started_at": str(r[3]), "finished_at": str(r[4]),
@@ -48,4 +50,5 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         "redactions_by_rule": dict(redactions.most_common()),
         "documents_by_status": documents,
         "forgotten": ledger.forgotten(run_id) if run_id else {},  # what `forget --run` removed of this run
+        "failed_files": [{"file": f[0], "line": f[1], "reason": f[2]} for f in failed],
     }

@@ -190,23 +190,11 @@ class HindsightClient:
         result: dict[str, Any] = response.json()
         return result
 
-    def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
-        """One document (its ``content_hash``, tags, metadata), or None when the server does not hold it."""
-        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
-        if response.status_code == 404:
-            return None
-        result: dict[str, Any] = response.json()
-        return result
-
-    def documents(self, bank_id: str, page_size: int = 100, tags: list[str] | None = None) -> Iterator[dict[str, Any]]:
-        """Every document of a bank (none if the bank does not exist), page by page; with ``tags``, only those
-        holding all of them."""
+    def documents(self, bank_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Every document of a bank (none if the bank does not exist), page by page."""
         offset = 0
         while True:
             params: dict[str, Any] = {"limit": page_size, "offset": offset}
-            if tags:
-                params["tags"] = tags
-                params["tags_match"] = "all_strict"
             response = self.request("GET", f"{_bank(bank_id)}/documents", params=params)
             if response.status_code == 404:
                 return
@@ -216,6 +204,31 @@ class HindsightClient:
             offset += len(items)
             if not items or offset >= int(data.get("total") or 0):
                 return
+
+    def documents_tagged(self, bank_id: str, tag: str, limit: int = 100, pages: int = 100) -> list[dict[str, Any]]:
+        """The documents holding ``tag`` (``tags_match=any_strict``), at most ``pages`` pages; none if the bank
+        does not exist. (The live-retained check asks this for ``session:<id>`` before planning a session.)"""
+        found: list[dict[str, Any]] = []
+        for _ in range(pages):
+            response = self.request("GET", f"{_bank(bank_id)}/documents", params={
+                "tags": [tag], "tags_match": "any_strict", "limit": limit, "offset": len(found)})
+            if response.status_code == 404:
+                break
+            data = response.json()
+            items = data.get("items") or []
+            found += items
+            if not items or len(found) >= int(data.get("total") or 0):
+                break
+        return found
+
+    def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
+        """One document (its ``content_hash``, ``updated_at``, tags, metadata), or None when the server does not
+        hold it."""
+        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
+        if response.status_code == 404:
+            return None
+        data: dict[str, Any] = response.json()
+        return data
 
     def delete_document(self, bank_id: str, document_id: str) -> bool:
         response = self.request(
