@@ -94,8 +94,8 @@ def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoRetur
         line = (f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
                 f"{'the traceback is above' if debug else 'run again with --debug to see where'})")
     if as_json:
-        _echo(json.dumps({"error": {"code": code, "kind": type(exc).__name__,
-                                    "message": line.removeprefix("hindsight-batch: ")}}))
+        message = str(exc) if isinstance(exc, HindsightBatchError) else line.removeprefix("hindsight-batch: ")
+        _echo(json.dumps({"error": {"code": code, "kind": type(exc).__name__, "message": message}}))
     _echo_err(line)
     sys.exit(code)
 
