@@ -31,10 +31,10 @@ SCHEDULE = {2: "429", 4: "503", 5: "500", 7: "timeout", 9: "reset", 11: "reset-a
 MAX_RERUNS = 3  # the most plain re-runs needed: one for the 401, one for losses found by it, one to spare
 
 
-def _session(folder: Path) -> Path:
+def _session(folder: Path, faults: bool = True) -> Path:
     session = SessionBuilder(cwd="/work/faults", session_id="0196f000-0000-7000-8000-00000000fa17")
     for turn in range(TURNS):
-        marker = MARKERS.get(turn, "")
+        marker = MARKERS.get(turn, "") if faults else ""
         session.user(f"turn {turn}: we changed the build script of this project to use ninja {marker}".strip())
         session.assistant(f"done with step {turn}; the project build now runs ninja")
     return session.write(folder / "--work-faults--" / "s.jsonl")
@@ -134,8 +134,7 @@ def test_a_refused_item_is_isolated_in_the_same_run(tmp_path: Path, runner: CliR
 
 def test_429_waits_for_its_retry_after(tmp_path: Path, runner: CliRunner, sleeps: list[float]) -> None:
     fake = FakeState(schedule={1: "429"}, retry_after="9")
-    sessions = _session(tmp_path / "sessions")
-    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    sessions = _session(tmp_path / "sessions", faults=False)
     with fake_hindsight(fake) as url:
         result = invoke(runner, "import", str(sessions), "--apply", "--config", str(_config(tmp_path, url)),
                         "--state", str(tmp_path / "state"))
@@ -152,8 +151,7 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 def test_a_crash_at_each_point_of_a_request_resumes_to_exactly_the_clean_set(tmp_path: Path, point: str) -> None:
     """SIGKILL right after documents are recorded ``pending`` (nothing sent) and right after the server accepted
     them (before they are recorded ``sent``); a plain re-run then delivers exactly the clean set, nothing twice."""
-    sessions = _session(tmp_path / "sessions")
-    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    sessions = _session(tmp_path / "sessions", faults=False)
     clean, crashed = FakeState(), FakeState(processing_polls=1)  # the crashed run's request is still in work
     env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     with fake_hindsight(clean) as url:
@@ -219,8 +217,7 @@ def test_the_same_file_by_another_spelling_is_the_same_source(
 ) -> None:
     """S4: relative, absolute and symlinked paths to one file: one source; the later runs send nothing."""
     fake = FakeState()
-    sessions = _session(tmp_path / "sessions")
-    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    sessions = _session(tmp_path / "sessions", faults=False)
     link = tmp_path / "elsewhere" / "link.jsonl"
     link.parent.mkdir()
     link.symlink_to(sessions)
@@ -246,8 +243,7 @@ def test_a_ledger_that_recorded_a_relative_spelling_still_owns_its_session(
 ) -> None:
     """A source row written by an older version under a relative path is the same file, not a duplicate."""
     fake = FakeState()
-    sessions = _session(tmp_path / "sessions")
-    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    sessions = _session(tmp_path / "sessions", faults=False)
     monkeypatch.chdir(sessions.parent)
     state = str(tmp_path / "state")
     with fake_hindsight(fake) as url:
@@ -266,8 +262,7 @@ def test_a_server_that_keeps_failing_a_read_ends_verify_with_exit_4_and_one_json
     tmp_path: Path, runner: CliRunner, sleeps: list[float]
 ) -> None:
     fake = FakeState()
-    sessions = _session(tmp_path / "sessions")
-    sessions.write_text(sessions.read_text().replace("FAULT:", "fault-"))
+    sessions = _session(tmp_path / "sessions", faults=False)
     state = str(tmp_path / "state")
     with fake_hindsight(fake) as url:
         config = str(_config(tmp_path, url))
