@@ -6,7 +6,8 @@ escape written by JavaScript, NaN, invalid UTF-8); those lines go to the standar
 before, so what is read never depends on which parser read it.
 
 The standard library is never handed a line unguarded: a number literal over :data:`MAX_NUMBER_CHARS` characters
-and nesting deeper than the interpreter's recursion limit are parse errors (``json.JSONDecodeError``), not a
+(an integer: floats parse in linear time) and nesting deeper than the interpreter's recursion limit are parse
+errors (``json.JSONDecodeError``), not a
 ``ValueError`` or ``RecursionError`` escaping from the parser. (orjson has its own cap: 1,024 levels.)
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import orjson
 
-MAX_NUMBER_CHARS = 4300  # Python's own cap on int() of a decimal string; floats get the same, for one rule
+MAX_NUMBER_CHARS = 4300  # Python's own cap on int() of a decimal string (float() is linear: no cap needed)
 _STD_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STD_DUMPS_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 
@@ -32,18 +33,12 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-def _parse_float(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise NumberTooLong(f"number literal over {MAX_NUMBER_CHARS:,} characters")
-    return float(text)
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")  # JavaScript's JSON.parse (pi) refuses NaN and Infinity too
 
 
-LENIENT = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
-STRICT = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_no_constant)
+LENIENT = json.JSONDecoder(parse_int=_parse_int)
+STRICT = json.JSONDecoder(parse_int=_parse_int, parse_constant=_no_constant)
 
 
 def raw_decode(decoder: json.JSONDecoder, text: str, pos: int) -> tuple[Any, int]:
