@@ -49,7 +49,7 @@ def _objects(lines: Lines) -> list[tuple[int, dict[str, Any]]]:
     for i, line in enumerate(lines):
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict):
             found.append((i, obj))

@@ -443,6 +443,7 @@ class LineTooComplex(ValueError):
     """A line past a structural cap (depth, number length): reported as a malformed line."""
 
 
+_EVENT_BUFFER = 64 << 10  # ijson's C backend turns a whole buffer into events at once: small keeps that small
 _NUMBER_RUN = re.compile(rb"[-+.eE0-9]{%d}" % (jsoncodec.MAX_NUMBER_CHARS + 1))
 _NUMBER_CHARS = b"-+.eE0123456789"
 
@@ -453,7 +454,7 @@ def _parse_big_line(stream: SessionStream, line: RawLine, cap: int) -> Iterator[
     builder = _Builder()
     values: list[Any] = []
     try:
-        for event, value in ijson.basic_parse(window, multiple_values=True, buf_size=1 << 20):
+        for event, value in ijson.basic_parse(window, multiple_values=True, buf_size=_EVENT_BUFFER):
             done = builder.event(event, value)
             if done is not _PENDING:
                 values.append(done)
