@@ -35,7 +35,7 @@ ROLES = st.sampled_from(["user", "assistant", "toolResult", "custom", "bashExecu
 @st.composite
 def entries(draw: st.DrawFn) -> dict[str, Any]:
     """A pi-like entry, with any field possibly replaced by any JSON value."""
-    entry: dict[str, Any] = {"type": draw(TYPES), "id": draw(st.sampled_from(["a", "b", "c", "d"])),
+    entry: dict[str, Any] = {"type": draw(TYPES), "id": draw(st.sampled_from(["a", "b", "c", "d\udc00"])),
                              "parentId": draw(st.sampled_from([None, "a", "b", "c", "x"])),
                              "timestamp": "2026-05-01T10:00:00.000Z",
                              "message": {"role": draw(ROLES), "content": [{"type": "text", "text": draw(TEXT)}],
@@ -79,8 +79,9 @@ def test_reading_and_projecting_any_lines_never_raises(lines: list[tuple[dict[st
         path.write_bytes(data)
         session = read_session(path, RecordMaker(config, Redactor(b"k"), store, StageTimes()))
     assert session.header is not None and len(session.entries) <= 2 * len(lines)
-    for node in session.entries:
+    for node in session.entries:  # ids reach manifests and uploads: strict UTF-8 (no lone surrogate)
         assert isinstance(node.id, str) and (node.parent_id is None or isinstance(node.parent_id, str))
+        f"{node.id}{node.parent_id}{node.timestamp}".encode()
     path_nodes = active_path(session.entries)
     context_view(path_nodes)
     branch_segments(session.entries, True)
