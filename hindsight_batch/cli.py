@@ -14,6 +14,7 @@ import click
 
 from hindsight_batch import __version__, build
 from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.masking import mask
 from hindsight_batch.session.discovery import find_session_files
 
 # The commands import what they use when they run: `--help` and `prune-recall-messages` then start without
@@ -28,7 +29,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _echo_err(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(mask(message), err=True)
+
+
+def _echo(message: str) -> None:
+    """Standard output; like everything this tool prints, with credentials masked."""
+    click.echo(mask(message))
 
 
 def handle_errors(func: F) -> F:
@@ -178,9 +184,9 @@ def import_command(
             summary = Importer(resolver, ledger, options, files).run()
     data = summary.to_dict()
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:
-        click.echo(_catch_up_line(data))
+        _echo(_catch_up_line(data))
     elif not quiet:
         _print_import_summary(data)
     if data["upload"] and data["upload"]["failed"]:
@@ -299,9 +305,9 @@ def route_command(
         base_tags=base_tags(scope, settings),
     )
     if as_json:
-        click.echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
+        _echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
     if not quiet and not as_json:
-        click.echo(_format_decision(decision))
+        _echo(_format_decision(decision))
 
 
 def _format_decision(decision: MemoryRouteDecision) -> str:
@@ -335,7 +341,8 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
               help="Keep backups here instead of beside each file.")
 @click.option("--min-age", default="30m", show_default=True,
               help="Refuse files modified more recently than this (a live session): 90s, 30m, 2h, 0.")
-@click.option("--force", is_flag=True, help="Rewrite even a recently modified file.")
+@click.option("--force", is_flag=True,
+              help="Rewrite even a recently modified file, and a file with other hard links (this name only).")
 @click.option("--restore", "restore_backup", type=click.Path(dir_okay=False, path_type=Path),
               help="Put this backup back in place of the file it came from.")
 @click.option("--to", "restore_to", type=click.Path(dir_okay=False, path_type=Path),
@@ -369,7 +376,7 @@ def prune_command(paths: tuple[Path, ...], confirm: bool, custom_types: tuple[st
         except prune.PruneRefused as exc:
             raise UsageError(f"refused: {exc}") from None
         if as_json:
-            click.echo(json.dumps({"restored": str(target), "from": str(restore_backup)}))
+            _echo(json.dumps({"restored": str(target), "from": str(restore_backup)}))
         elif not quiet:
             _echo_err(f"restored {target} from {restore_backup}")
         return
@@ -378,7 +385,7 @@ def prune_command(paths: tuple[Path, ...], confirm: bool, custom_types: tuple[st
     results = list(prune.iter_results(files, confirm=confirm, types=types, backup_dir=backup_dir,
                                       min_age=seconds, force=force))
     if as_json:
-        click.echo(json.dumps({"confirm": confirm, "files": [r.to_dict() for r in results]}, indent=2))
+        _echo(json.dumps({"confirm": confirm, "files": [r.to_dict() for r in results]}, indent=2))
     elif not quiet:
         _print_prune(results, confirm)
     if any(r.status in ("refused", "failed") for r in results):
@@ -392,8 +399,11 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
         if result.status in ("clean", "not-a-session"):
             continue
         plan = result.plan
-        line = (f"{result.status}: {result.file}: remove {len(plan.get('remove', []))}, "
+        name = f"{result.file} -> {result.target}" if result.target else result.file
+        line = (f"{result.status}: {name}: remove {len(plan.get('remove', []))}, "
                 f"re-link {len(plan.get('relink', []))}, fix references {len(plan.get('fix_references', []))}")
+        if plan.get("drop_labels"):
+            line += f", drop {len(plan['drop_labels'])} label(s) on removed entries"
         if plan.get("neutralise"):
             line += f", neutralise {len(plan['neutralise'])} (active leaf)"
         _echo_err(line)
@@ -451,17 +461,17 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             reports = [flusher.flush(path) for path in files]
     data = {"dry_run": dry_run, "queues": [r.to_dict() for r in reports]}
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif not quiet:
         for r in reports:
             verb = "would send" if dry_run else "sent"
-            click.echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+            _echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
                        f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
                        f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
                 _echo_err(f"  {error}")
         if not reports:
-            click.echo("no retain queues found")
+            _echo("no retain queues found")
     if any(r.busy for r in reports):
         sys.exit(EXIT_BUSY)
     if any(r.retry_later or r.dead_lettered for r in reports):
@@ -505,17 +515,17 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
     with Ledger(state_dir or default_state_dir()) as ledger:
         data = build_report(ledger, run_id)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
         return
     if quiet:
         return
     for run in data["runs"]:
-        click.echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
+        _echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
                    f"started {run['started_at']}")
-    click.echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
+    _echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
-        click.echo(f"  {title}: {_counts(data[key])}")
+        _echo(f"  {title}: {_counts(data[key])}")
 
 
 @cli.command("verify")
@@ -541,16 +551,16 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
         report = verify(ledger, client, bank)
     data = report.to_dict()
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif not quiet:
-        click.echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
+        _echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
                    f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
                    f"mismatched {len(report.mismatched)}, extra {len(report.extra)}, "
                    f"still processing {len(report.pending)}")
         for kind in ("missing", "mismatched", "extra", "pending"):
             for entry in data[kind][:50]:
                 fields = f" ({', '.join(entry['fields'])})" if "fields" in entry else ""
-                click.echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
+                _echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
     if not report.ok:
         sys.exit(EXIT_ITEMS_FAILED)
 
@@ -582,7 +592,8 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
     scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
-    rows = [{"key": k, "value": v, "from": resolved.origin(k)} for k, v in values.items()]
+    rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
+            for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
     data: dict[str, Any] = {
         "cwd": folder,
@@ -597,32 +608,32 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
         "queues": _queue_depths(),
     }
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
         return
     if quiet:
         return
-    click.echo(f"configuration for sessions in {folder}")
-    click.echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
+    _echo(f"configuration for sessions in {folder}")
+    _echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
     if settings.user_retain.mode == "router":
-        click.echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
+        _echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
     else:
-        click.echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
-    click.echo(f"project bank: {data['project_bank_id']}")
+        _echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
+    _echo(f"project bank: {data['project_bank_id']}")
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        click.echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
-    click.echo(f"ledger: {json.dumps(ledger_totals)}")
-    click.echo(f"server: {data['server']}")
+        _echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    _echo(f"ledger: {json.dumps(ledger_totals)}")
+    _echo(f"server: {data['server']}")
     for queue in data["queues"]:
-        click.echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
+        _echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
 
 
 def _server_status(settings: Settings) -> str:
     try:
         with client_for(settings, timeout=3, max_attempts=1) as client:
-            return f"{settings.base_url}: version {client.version()}"
+            return mask(f"{settings.base_url}: version {client.version()}")
     except HindsightBatchError as exc:
-        return f"{settings.base_url}: {exc}"
+        return mask(f"{settings.base_url}: {exc}")
 
 
 def _queue_depths() -> list[dict[str, Any]]:

@@ -348,3 +348,28 @@ def test_s7_prompt_text_is_never_policy(runner: CliRunner, tmp_path: Path) -> No
     rows, summary = run_import(runner, tmp_path, str(b.write(tmp_path / "s" / "a.jsonl")), "--include-content")
     assert summary["messages_kept"] == 2 and "#nomem #skip" in rows[0]["content"]
     assert rows[0]["bank_role"] == "project"  # "#global" routes nothing anywhere
+
+
+@pytest.mark.parametrize("custom_type", ["hindsight-recall-v2", "hindsight-memory", "hindsightContext",
+                                         "Hindsight-Status"])
+def test_s1_every_hindsight_custom_type_in_both_shapes_stays_out_even_with_include_content(
+    runner: CliRunner, tmp_path: Path, custom_type: str
+) -> None:
+    """The README promises every `hindsight…` custom type, not only `hindsight-recall`; retainCustomTypes ["*"]
+    (keep every custom message) must not let one through."""
+    b = SessionBuilder(cwd=str(tmp_path))
+    b.user("what did we decide about the cache?")
+    b.entry("custom_message", customType=custom_type, content=f"LEAK-{custom_type}-as-custom-message", display=False)
+    b.message("custom", f"LEAK-{custom_type}-as-role-custom", customType=custom_type, display=False)
+    b.message("custom", [{"type": "text", "text": f"LEAK-{custom_type}-blocks"}], customType=custom_type)
+    b.entry("custom_message", customType="team-notes", content="KEEP-other-custom-type", display=True)
+    b.assistant("we keep the write-through cache")
+    path = b.write(tmp_path / "s.jsonl")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"import": {"retainCustomTypes": ["*"]}}))
+    rows, summary = run_import(runner, tmp_path, str(path), "--include-content", "--config", str(config))
+    assert rows and all(r.get("content") is not None for r in rows)
+    everything = (tmp_path / "out.jsonl").read_text()
+    assert "KEEP-other-custom-type" in everything and "write-through cache" in everything  # retained as asked
+    assert "LEAK-" not in everything
+    assert summary["messages_dropped"]["recall"] == 3
