@@ -22,7 +22,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -250,29 +250,21 @@ def replace_lone_surrogates(value: dict[str, Any] | list[Any]) -> int:
     stack: list[dict[str, Any] | list[Any]] = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict):
-            if any(_LONE_SURROGATE.search(key) for key in item):
-                pairs = list(item.items())
-                item.clear()
-                for key, sub in pairs:
-                    fixed, n = _LONE_SURROGATE.subn("\ufffd", key)
+        if isinstance(item, dict) and any(_LONE_SURROGATE.search(key) for key in item):
+            pairs = list(item.items())
+            item.clear()
+            for key, sub in pairs:
+                fixed, n = _LONE_SURROGATE.subn("\ufffd", key)
+                count += n
+                item[fixed] = sub
+        slots: Iterable[tuple[Any, Any]] = item.items() if isinstance(item, dict) else enumerate(item)
+        for slot, sub in slots:  # (assigning to a slot changes neither a dict's size nor a list's)
+            if isinstance(sub, str):
+                if _LONE_SURROGATE.search(sub):
+                    item[slot], n = _LONE_SURROGATE.subn("\ufffd", sub)
                     count += n
-                    item[fixed] = sub
-            for key, sub in item.items():
-                if isinstance(sub, str):
-                    if _LONE_SURROGATE.search(sub):
-                        item[key], n = _LONE_SURROGATE.subn("\ufffd", sub)
-                        count += n
-                elif isinstance(sub, (dict, list)):
-                    stack.append(sub)
-        else:
-            for i, sub in enumerate(item):
-                if isinstance(sub, str):
-                    if _LONE_SURROGATE.search(sub):
-                        item[i], n = _LONE_SURROGATE.subn("\ufffd", sub)
-                        count += n
-                elif isinstance(sub, (dict, list)):
-                    stack.append(sub)
+            elif isinstance(sub, (dict, list)):
+                stack.append(sub)
     return count
 
 
