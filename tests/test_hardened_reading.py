@@ -268,3 +268,10 @@ def test_memory_marker_removal_is_linear_and_leaves_no_opening() -> None:
     for opening in MEMORY_MARKERS:
         assert opening not in excise_memory("<" + opening[1:5] + opening + "x" + MEMORY_MARKERS[opening]
                                             + opening[5:] + "y")[0]
+
+
+def test_lone_surrogates_in_keys_and_nested_values_are_replaced_and_a_valid_pair_is_kept() -> None:
+    line = b'{"k\\ud800":["\\udc00",{"a":"x\\ud800"}],"pair":"\\ud83d\\ude00"}\n'
+    got = list(iter_objects(io.BytesIO(line)))
+    assert isinstance(got[0], ParsedObject) and got[0].surrogates == 3
+    assert got[0].obj == {"k\ufffd": ["\ufffd", {"a": "x\ufffd"}], "pair": "\U0001F600"}
