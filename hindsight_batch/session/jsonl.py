@@ -8,11 +8,11 @@ Lines longer than ``big_line_bytes`` are never held in memory whole: they are pa
 event stream, and any string value in them longer than ``big_string_chars`` bytes is cut (such strings are tool output
 that no retention setting keeps in full).
 
-Nothing in a line can crash, stall or bloat the reader (the caps below make a pathological line a reported malformed
-line, or cut what no setting keeps): nesting deeper than :data:`MAX_DEPTH`, a number literal over
-``jsoncodec.MAX_NUMBER_CHARS`` characters, NaN (all three, like anything JavaScript's ``JSON.parse`` refuses, make
-the line malformed); a line dense with small values is read through the event stream too, keeping at most
-:data:`VALUE_BUDGET` values (past it only the entry's own fields). Invalid UTF-8 is replaced by U+FFFD, as Node
+Nothing in a line can crash, stall or bloat the reader. A line is malformed when JavaScript's ``JSON.parse`` (pi)
+refuses it (NaN, bad escapes…) and, by our caps, when it nests deeper than :data:`MAX_DEPTH` or holds an integer
+literal over ``jsoncodec.MAX_NUMBER_CHARS`` digits (any number literal that long, on a big line). A line dense with
+small values is read through the event stream too, keeping at most :data:`VALUE_BUDGET` values (past it only the
+entry's own fields). Invalid UTF-8 is replaced by U+FFFD, as Node
 does, and lone surrogate escapes (``\\ud800``) by U+FFFD too, so no later stage ever sees one; both are counted on
 the :class:`ParsedObject`.
 """
