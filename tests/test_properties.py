@@ -60,8 +60,8 @@ def line_of(entry: dict[str, Any], damage: int) -> bytes:
 
 
 def no_surrogate(value: Any) -> bool:
-    jsoncodec.dumps(value).decode("utf-8")
-    return "\\ud8" not in json.dumps(value).lower() and "\\udc" not in json.dumps(value).lower()
+    text = json.dumps(value, ensure_ascii=False)  # a lone surrogate stays one here, and fails the strict encode
+    return text.encode("utf-8", "surrogatepass") == text.encode("utf-8", "replace")
 
 
 @BOUNDED
