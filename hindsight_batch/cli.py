@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -104,6 +105,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
+@click.option("--live-retained", type=click.Choice(["after", "skip", "include"]), default="after", show_default=True,
+              help="Sessions the live extension already retained (the server is asked, also in a dry run): import "
+                   "only what came after its retains, skip them, or include everything.")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
@@ -125,6 +129,7 @@ def import_command(
     apply: bool,
     wait: bool,
     wait_timeout: float,
+    live_retained: str,
     catch_up: bool,
     max_seconds: float | None,
     jobs: int,
@@ -148,6 +153,7 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
+    from hindsight_batch.live import LiveCheck
     from hindsight_batch.sinks.ledger import Ledger, default_state_dir
     from hindsight_batch.sinks.upload import Uploader
 
@@ -157,6 +163,9 @@ def import_command(
     resolver = ConfigResolver(config_file=config_file, flags=flags)
     global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     files = find_session_files(list(paths))
+    # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
+    live = LiveCheck(live_retained, lambda: client_for(global_settings) if apply
+                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply)
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,
@@ -170,8 +179,9 @@ def import_command(
         catch_up=catch_up,
         max_seconds=max_seconds,
         jobs=jobs,
+        live=live,
     )
-    with Ledger(state_dir or default_state_dir()) as ledger:
+    with Ledger(state_dir or default_state_dir()) as ledger, contextlib.closing(live):
         if apply:
             with client_for(global_settings) as client:
                 client.version()  # unreachable or unauthorized: exit 4 before any work
@@ -183,6 +193,7 @@ def import_command(
         else:
             summary = Importer(resolver, ledger, options, files).run()
     data = summary.to_dict()
+    data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
     if as_json:
         _echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:
@@ -198,7 +209,7 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
@@ -243,6 +254,13 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
     if data["skip_reasons"]:
         out(f"  skipped chunks by reason: {_counts(data['skip_reasons'])}")
+    for bank, seen in list(data["project_banks"].items())[:10]:
+        out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
+    if data["live_retained"]:
+        out(f"  live retains: {_counts(data['live_retained'])}"
+            + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
+    for skipped in data["sessions_skipped"][:10]:
+        out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
@@ -287,6 +305,7 @@ def route_command(
       hindsight-batch route "I prefer terse answers in every project"
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
@@ -298,8 +317,11 @@ def route_command(
         text = sys.stdin.read()
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
-    settings = resolver.for_cwd(folder).settings
+    resolved = resolver.for_cwd(folder)
+    settings = resolved.settings
     scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
+    with contextlib.suppress(Unreproducible):  # the preview then shows this tool's own rule
+        settings = with_project_bank(settings, BankResolver(resolver.env).derive(resolved, folder, scope.project)[0])
     decision, _ = route_text(
         settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
         base_tags=base_tags(scope, settings),
@@ -580,28 +602,38 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.items import project_bank_id, session_scope
-    from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.ledger import default_state_dir
 
     folder = str((cwd or Path.cwd()).resolve())
-    resolved = ConfigResolver(config_file=config_file).for_cwd(folder)
+    resolver = ConfigResolver(config_file=config_file)
+    resolved = resolver.for_cwd(folder)
     settings = resolved.settings
     values = _flatten(settings.model_dump(mode="json", by_alias=True))
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
-    scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
+    project = (settings.project_name or "").strip() or Path(folder).name
+    try:
+        bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
+    except Unreproducible as exc:
+        bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
     rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
             for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
+    family = {"hindsight-pi": "hindsight-pi (walodayeet/hindsight-pi)", "pi-hindsight": "pi-hindsight "
+              "(luxus/pi-hindsight)"}.get(resolved.family, "none found: this tool's own rules apply")
     data: dict[str, Any] = {
         "cwd": folder,
         "config_files": [str(p) for p in resolved.files],
+        "extension_config": resolved.family,
+        "extension_config_files": resolved.family_files,
         "ignored_extension_keys": resolved.ignored_keys,
+        "ignored_project_keys": resolved.warnings,
         "user_retain_mode": settings.user_retain.mode,
         "router_mode_on": settings.user_retain.mode == "router",
-        "project_bank_id": project_bank_id(scope, settings),
+        "project_bank_id": bank,
+        "project_bank_why": why,
         "settings": rows,
         "ledger": ledger_totals,
         "server": _server_status(settings) if server else "not asked (use --server)",
@@ -614,14 +646,22 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
         return
     _echo(f"configuration for sessions in {folder}")
     _echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
+    _echo(f"extension configuration: {family}")
+    for name, found in sorted(resolved.family_files.items()):
+        _echo(f"  {name} settings in: {', '.join(dict.fromkeys(found))}")
+    for warning in resolved.warnings:
+        _echo(f"IGNORED: {warning}")
     if settings.user_retain.mode == "router":
         _echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
     else:
         _echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
-    _echo(f"project bank: {data['project_bank_id']}")
+    _echo(f"project bank: {bank or '(none)'}")
+    _echo(f"  because: {why}")
     width = max(len(r["key"]) for r in rows)
     for row in rows:
         _echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    if resolved.ignored_keys:
+        _echo("accepted, not used by this tool: " + ", ".join(resolved.ignored_keys))
     _echo(f"ledger: {json.dumps(ledger_totals)}")
     _echo(f"server: {data['server']}")
     for queue in data["queues"]:

@@ -196,6 +196,30 @@ class HindsightClient:
             if not items or offset >= int(data.get("total") or 0):
                 return
 
+    def documents_tagged(self, bank_id: str, tag: str, limit: int = 100, pages: int = 100) -> list[dict[str, Any]]:
+        """The documents holding ``tag`` (``tags_match=any_strict``), at most ``pages`` pages; none if the bank
+        does not exist. (The live-retained check asks this for ``session:<id>`` before planning a session.)"""
+        found: list[dict[str, Any]] = []
+        for _ in range(pages):
+            response = self.request("GET", f"{_bank(bank_id)}/documents", params={
+                "tags": [tag], "tags_match": "any_strict", "limit": limit, "offset": len(found)})
+            if response.status_code == 404:
+                break
+            data = response.json()
+            items = data.get("items") or []
+            found += items
+            if not items or len(found) >= int(data.get("total") or 0):
+                break
+        return found
+
+    def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
+        """One document (its ``updated_at``, tags, …), or None."""
+        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
+        if response.status_code == 404:
+            return None
+        data: dict[str, Any] = response.json()
+        return data
+
     def delete_document(self, bank_id: str, document_id: str) -> bool:
         response = self.request(
             "DELETE", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}"

@@ -33,7 +33,7 @@ class ManifestRow(BaseModel):
     bank_id: str | None
     decision: MemoryRouteDecision
     tags: list[str]
-    observation_scopes: list[list[str]] | None
+    observation_scopes: list[list[str]] | str | None
     content_sha256: str
     item_sha256: str | None
     bytes: int
