@@ -27,7 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from hindsight_batch.redaction.values import is_code_or_reference, is_placeholder, secret_value
+from hindsight_batch.redaction.values import CODE as _CODE
+from hindsight_batch.redaction.values import (
+    is_code_or_reference,
+    is_placeholder,
+    is_self_describing,
+    secret_value,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +110,15 @@ _NA = rf"(?![{_TOKEN}])"  # not followed by one
 def _credential(match: re.Match[str]) -> bool:
     """A header credential, unless it is a template, a placeholder or a bare name of code."""
     value = match.group(match.lastindex or 0).strip("\"'`")
-    if not _url_credential(match):
+    if not _url_credential(match) or is_self_describing(value):
         return False
+    if any(c in value for c in "()[]") or ("." in value and _CODE.fullmatch(value) and not _has_digit(value)):
+        return False  # authorization = base64.decodebytes(authorization), headers[1], request.token
     return not (len(value) < 40 and is_code_or_reference(value) and not any(c.isdigit() for c in value))
+
+
+def _has_digit(value: str) -> bool:
+    return any(c.isdigit() for c in value)
 
 
 def _url_credential(match: re.Match[str]) -> bool:
@@ -147,6 +159,10 @@ _NOT_SECRET_SUFFIXES = (
 )
 
 
+_HEX = re.compile(r"[0-9a-fA-F]{7,128}")
+_HASH_WORDS = ("commit", "sha", "rev", "hash", "digest", "checksum", "etag", "integrity")
+
+
 def _keyword_value(match: re.Match[str]) -> bool:
     """The keyword rule's second look: is the name a secret's name, and is its value a secret?"""
     value = match.group(5)
@@ -158,6 +174,10 @@ def _keyword_value(match: re.Match[str]) -> bool:
             return False  # the keyword starts a longer word: tokenizer, secretary, passwordless
         if rest.lower().replace("_", "").replace("-", "").replace(".", "").endswith(_NOT_SECRET_SUFFIXES):
             return False
+    if _HEX.fullmatch(value):
+        before = match.string[max(0, match.start() - 24) : match.start()].lower()
+        if any(word in before for word in _HASH_WORDS):
+            return False  # "commit token 3f78…": a git SHA or a digest named as such
     keyword = match.group(1)
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
     return secret_value(value, password=password, quoted=bool(match.group(4)), prose=match.group(3) is None)

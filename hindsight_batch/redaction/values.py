@@ -8,6 +8,7 @@ URLs, UUIDs, hashes in a known context (``sha256:…``), image data, numbers or 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -31,7 +32,7 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
                        "secrets.", "vars.", "settings.", "config.", "data:", "file:", "sha1:", "sha256:", "sha384:",
                        "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic")
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
-_CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -47,6 +48,10 @@ def shannon_entropy(value: str) -> float:
         return 0.0
     n = len(value)
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def is_self_describing(value: str) -> bool:
+    return _SELF_DESCRIBING.search(value.lower()) is not None
 
 
 def is_placeholder(value: str) -> bool:
@@ -65,7 +70,7 @@ def is_code_or_reference(value: str) -> bool:
     if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
         return True
     # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
-    return bool(_CODE.fullmatch(value)) and any(op in value for op in ("?.", "!.", "::", "->", "."))
+    return bool(CODE.fullmatch(value)) and any(op in value for op in ("?.", "!.", "::", "->", "."))
 
 
 def is_known_non_secret(value: str) -> bool:
@@ -90,6 +95,7 @@ def _classes(value: str) -> int:
     )
 
 
+@functools.lru_cache(maxsize=4096)  # hostile input repeats one value a million times
 def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False) -> bool:
     """Whether ``value``, found after a secret-sounding word, is a secret.
 
@@ -97,13 +103,19 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
     value was a string literal (so it cannot be a bare identifier of code); ``prose``: the value followed the word
     without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar)."""
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
-    if len(value) < (6 if password else 8) or is_placeholder(value) or is_known_non_secret(value):
+    if len(value) < (6 if password else 8):
         return False
-    if _SELF_DESCRIBING.search(value.lower()):
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
+        return False
+    if is_placeholder(value) or is_known_non_secret(value):
+        return False
+    if is_self_describing(value):
         return False
     if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES) or "://" in value:
         return False
-    chain = "." in value and _CODE.fullmatch(value) is not None
+    chain = "." in value and CODE.fullmatch(value) is not None
     if chain and password and any(c.isdigit() for c in value.rsplit(".", 1)[-1]):
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
     if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
@@ -112,11 +124,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False  # "KIMCHI_API_KEY": a name even inside quotes
     entropy = shannon_entropy(value)
     classes = _classes(value)
-    has_digit = any(c.isdigit() for c in value)
-    has_alpha = any(c.isalpha() for c in value)
     if prose:
-        # After a bare word, only what cannot be English: letters with digits, long and random.
-        return len(value) >= (8 if password else 12) and has_digit and has_alpha and entropy >= 3.0
+        # After a bare word, only what cannot be English: letters with digits (checked above), long and random.
+        return entropy >= 3.0
     if password:
         return (classes >= 2 and entropy >= 2.0) or (quoted and len(value) >= 8 and entropy >= 2.5)
     if not (has_digit and has_alpha):
