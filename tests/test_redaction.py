@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from click.testing import CliRunner
 
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME
+from hindsight_batch.sinks import hindsight
+from hindsight_batch.sinks.ledger import Ledger
 from tests.adversarial import adversarial_inputs, near_misses
-from tests.conftest import REAL_SAMPLES
-from tests.fixtures.secrets.generate import negatives, samples, survives
+from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
+from tests.fixtures.secrets.generate import Sample, negatives, samples, survives
 
 CASES = [
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
@@ -292,3 +299,81 @@ def test_near_misses_of_every_rule_finish() -> None:
     redactor = Redactor(b"k")
     for text in NEAR_MISSES.values():
         redactor.redact_text(text, Findings())
+
+
+# End to end: sessions seeded with one value of every category go through the real import.
+
+
+def _seeded_session(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A session whose user and assistant texts (both kept by default) hold one sample of every category, and
+    whose tool call arguments hold the rest of the secrets again (in a structure, under secret-sounding keys)."""
+    picked: dict[str, Sample] = {}
+    for sample in samples(seed=2026, per_context=1):
+        if sample.context in ("sentence", "json") or sample.category not in picked:
+            picked[sample.category] = sample
+    builder = SessionBuilder(cwd=str(tmp_path / "proj"))
+    for index, sample in enumerate(picked.values()):
+        role = "user" if index % 2 == 0 else "assistant"
+        builder.message(role, [{"type": "text", "text": f"step {index}: {sample.text}\nthanks"}])
+    root = tmp_path / "sessions" / "--proj--"
+    root.mkdir(parents=True)
+    path = root / "2026-05-01T10-00-00-000Z_seeded.jsonl"
+    path.write_text("\n".join(builder.lines) + "\n", encoding="utf-8")
+    return path.parent.parent, [secret for sample in picked.values() for secret in sample.secrets]
+
+
+def _leaks(secrets: list[str], text: str) -> list[str]:
+    return [secret[:6] + "…" for secret in secrets if survives(secret, text)]
+
+
+def test_no_seeded_value_survives_in_the_manifest_the_ledger_or_the_output(runner: CliRunner, tmp_path: Path) -> None:
+    sessions, secrets = _seeded_session(tmp_path)
+    assert len(secrets) >= 40
+    manifest, state = tmp_path / "m.jsonl", tmp_path / "state"
+    result = invoke(runner, "import", str(sessions), "--manifest", str(manifest), "--include-content", "--state",
+                    str(state), "--json")
+    assert result.exit_code == 0, result.stderr
+    human = invoke(runner, "import", str(sessions), "--state", str(tmp_path / "state2"))
+    rows = read_manifest(manifest)
+    content = "".join(row["content"] for row in rows if row.get("content"))
+    assert "[REDACTED:" in content and "thanks" in content  # the text is there, its secrets are not
+    assert _leaks(secrets, manifest.read_text(encoding="utf-8")) == []
+    assert _leaks(secrets, result.output + result.stderr + human.output + human.stderr) == []
+    for path in state.rglob("*"):  # the ledger's files, byte for byte, and every table as text
+        if path.is_file():
+            assert _leaks(secrets, path.read_bytes().decode("latin-1")) == [], path
+    with Ledger(state) as ledger:
+        tables = [name for (name,) in ledger.db.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+        dump = "".join(json.dumps(ledger.db.execute(f"SELECT * FROM {t}").fetchall(), default=str) for t in tables)
+    assert "manifest" in tables and _leaks(secrets, dump) == []
+    # The manifest says which rule, how often, and an HMAC fingerprint: never a value.
+    for row in rows:
+        assert all(isinstance(n, int) for n in row["redactions"].values())
+        assert all(re.fullmatch(r"[a-z0-9-]+:[0-9a-f]{10}", fp) for fp in row["fingerprints"])
+    found = {rule for row in rows for rule in row["redactions"]}
+    assert {"aws-secret-key", "npm-token", "azure-storage-key", "secret-assignment", "private-key"} <= found
+
+
+def test_upload_bodies_hold_no_seeded_value(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What --apply sends, seen by an httpx MockTransport in place of the server."""
+    sessions, secrets = _seeded_session(tmp_path)
+    bodies: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content.decode("utf-8"))
+        if request.method == "POST" and request.url.path.endswith("/memories"):
+            return httpx.Response(200, json={"success": True, "operation_id": json.loads(request.content)
+                                             .get("operation_id")})
+        return httpx.Response(200, json={"version": "test", "status": "completed", "items": [], "total": 0})
+
+    class MockedClient(hindsight.HindsightClient):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **{**kwargs, "transport": httpx.MockTransport(handler)})
+
+    monkeypatch.setattr(hindsight, "HindsightClient", MockedClient)
+    monkeypatch.setenv("HINDSIGHT_BASE_URL", "http://127.0.0.1:9")
+    result = invoke(runner, "import", str(sessions), "--apply", "--state", str(tmp_path / "s"))
+    assert result.exit_code == 0, result.stderr
+    sent = "".join(bodies)
+    assert "[REDACTED:" in sent and "thanks" in sent
+    assert _leaks(secrets, sent) == []
