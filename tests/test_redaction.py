@@ -17,7 +17,7 @@ from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.ledger import Ledger
 from tests.adversarial import adversarial_inputs, near_misses
 from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
-from tests.fixtures.secrets.generate import Sample, negatives, samples, survives
+from tests.fixtures.secrets.generate import negatives, samples, survives
 
 CASES = [
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
@@ -305,21 +305,18 @@ def test_near_misses_of_every_rule_finish() -> None:
 
 
 def _seeded_session(tmp_path: Path) -> tuple[Path, list[str]]:
-    """A session whose user and assistant texts (both kept by default) hold one sample of every category, and
-    whose tool call arguments hold the rest of the secrets again (in a structure, under secret-sounding keys)."""
-    picked: dict[str, Sample] = {}
-    for sample in samples(seed=2026, per_context=1):
-        if sample.context in ("sentence", "json") or sample.category not in picked:
-            picked[sample.category] = sample
+    """A session whose user and assistant texts (both kept by default) hold every sample of the labelled set: each
+    category in each of its contexts."""
+    seeded = samples(seed=2026, per_context=1)
     builder = SessionBuilder(cwd=str(tmp_path / "proj"))
-    for index, sample in enumerate(picked.values()):
+    for index, sample in enumerate(seeded):
         role = "user" if index % 2 == 0 else "assistant"
         builder.message(role, [{"type": "text", "text": f"step {index}: {sample.text}\nthanks"}])
     root = tmp_path / "sessions" / "--proj--"
     root.mkdir(parents=True)
     path = root / "2026-05-01T10-00-00-000Z_seeded.jsonl"
     path.write_text("\n".join(builder.lines) + "\n", encoding="utf-8")
-    return path.parent.parent, [secret for sample in picked.values() for secret in sample.secrets]
+    return path.parent.parent, [secret for sample in seeded for secret in sample.secrets]
 
 
 def _leaks(secrets: list[str], text: str) -> list[str]:
@@ -328,7 +325,7 @@ def _leaks(secrets: list[str], text: str) -> list[str]:
 
 def test_no_seeded_value_survives_in_the_manifest_the_ledger_or_the_output(runner: CliRunner, tmp_path: Path) -> None:
     sessions, secrets = _seeded_session(tmp_path)
-    assert len(secrets) >= 40
+    assert len(secrets) >= 250
     manifest, state = tmp_path / "m.jsonl", tmp_path / "state"
     result = invoke(runner, "import", str(sessions), "--manifest", str(manifest), "--include-content", "--state",
                     str(state), "--json")
