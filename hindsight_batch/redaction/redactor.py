@@ -80,18 +80,35 @@ def _probes(gates: dict[str, tuple[str, ...]]) -> dict[_Probe, tuple[str, ...]]:
     regex engine skips ahead to that character as fast as ``find`` does, so one pass replaces several (ten gates
     begin with "a"). A gate alone on its character stays a plain string search."""
     by_first: dict[str, list[str]] = {}
+    dashed: list[str] = []
     for gate in gates:
-        # Only gates that begin with a letter are grouped: the pattern stops at every occurrence of the first
-        # character, and ":" (JSON's key separator) or "-" would stop it everywhere.
-        by_first.setdefault(gate[0] if gate[0].isalpha() else gate, []).append(gate)
+        if gate.endswith("-") and len(gate) > 1 and not gate.startswith("-"):
+            dashed.append(gate)  # "sk-", "glpat-", "hrku-", "key-": one search for "-", looking behind it
+            continue
+        # Gates are grouped by their first letter: the pattern stops at every occurrence of it. One that begins
+        # with punctuation (":aa", "-----begin ") joins the group of its first letter, looking behind it for the
+        # rest: ":" (JSON's key separator) or "-" would stop a pattern everywhere.
+        letter = next((c for c in gate if c.isalpha()), gate)
+        by_first.setdefault(letter, []).append(gate)
     probes: dict[_Probe, tuple[str, ...]] = {}
+    if dashed:
+        behind = "|".join(f"(?<={re.escape(gate)})" for gate in sorted(dashed))
+        probes[re.compile(f"-(?:{behind})")] = tuple(sorted({lit for gate in dashed for lit in gates[gate]}))
     for group in by_first.values():
         if len(group) == 1:
             probes[group[0]] = gates[group[0]]
         else:
-            pattern = re.compile("|".join(re.escape(gate) for gate in sorted(group, key=len, reverse=True)))
+            pattern = re.compile("|".join(_from_first_letter(gate) for gate in sorted(group, key=len, reverse=True)))
             probes[pattern] = tuple(sorted({lit for gate in group for lit in gates[gate]}))
     return probes
+
+
+def _from_first_letter(gate: str) -> str:
+    """A pattern for ``gate`` that starts at its first letter and looks behind for what comes before it."""
+    first = next((i for i, c in enumerate(gate) if c.isalpha()), 0)
+    if first == 0:
+        return re.escape(gate)
+    return f"{re.escape(gate[first:])}(?<={re.escape(gate)})"
 
 
 def _byte_probe(probe: _Probe) -> _ByteProbe:
@@ -107,6 +124,11 @@ class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
+        # For each literal, the rules (by position) that it lets in: a text is tried only against those.
+        self._rules_of: dict[str, tuple[int, ...]] = {}
+        for index, rule in enumerate(self._rules):
+            for lit in rule.literals:
+                self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         self._gates = _probes(_gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()}))
         self._byte_gates = {
             _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
@@ -166,9 +188,8 @@ class Redactor:
         if not present.isdisjoint(_AWS_KEY_IDS):
             text = self._redact_aws_pairs(text, findings)
             lowered = lower(text)
-        for rule in self._rules:
-            if present.isdisjoint(rule.literals):
-                continue
+        for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
+            rule = self._rules[index]
             pieces: list[str] = []
             last = 0
             for match in self._matches(rule, text, lowered, present):

@@ -272,7 +272,7 @@ RULES: tuple[Rule, ...] = (
         "twilio-key",
         (),
         _c(r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
-        prefilter=("twilio",),
+        prefilter=("wilio",),  # in every "twilio"; its own letter, so not one more pattern stopping at each "t"
     ),
     Rule(
         "discord-bot-token",
@@ -292,7 +292,7 @@ RULES: tuple[Rule, ...] = (
         _c(r"auth\\?\"[ \t]*+:[ \t]*+\\?\"([A-Za-z0-9+/]{8,2048}+={0,2}+)"),
         1,
         _docker_auth,
-        prefilter=("auths", "docker"),
+        prefilter=("auths",),  # a config.json's "auths" (not "docker": too common a word to gate on)
     ),
     Rule(
         "jwt",
