@@ -90,25 +90,41 @@ def _probes(gates: dict[str, tuple[str, ...]]) -> dict[_Probe, tuple[str, ...]]:
         # rest: ":" (JSON's key separator) or "-" would stop a pattern everywhere.
         letter = next((c for c in gate if c.isalpha()), gate)
         by_first.setdefault(letter, []).append(gate)
+    # A gate in a group of one or two costs (most of) a pass of its own: it joins the largest group of a later
+    # letter of its own instead ("dapi" as "api" looking behind for "d", in the group of "a"), when there is one.
+    for letter, group in sorted(by_first.items(), key=lambda item: len(item[1])):
+        if len(group) > 2 or not letter.isalpha():
+            continue
+        for gate in list(group):
+            hosts = [c for c in gate[gate.find(letter) + 1 :] if c != letter and len(by_first.get(c, ())) >= 2]
+            if hosts:
+                by_first[max(hosts, key=lambda c: len(by_first[c]))].append(gate)
+                group.remove(gate)
+        if not group:
+            del by_first[letter]
     probes: dict[_Probe, tuple[str, ...]] = {}
     if dashed:
-        behind = "|".join(f"(?<={re.escape(gate)})" for gate in sorted(dashed))
+        # One look-behind per length (an alternation of equal widths is fixed-width): a few checks per "-".
+        by_width: dict[int, list[str]] = {}
+        for gate in sorted(dashed):
+            by_width.setdefault(len(gate), []).append(re.escape(gate))
+        behind = "|".join(f"(?<={'|'.join(same)})" for _width, same in sorted(by_width.items()))
         probes[re.compile(f"-(?:{behind})")] = tuple(sorted({lit for gate in dashed for lit in gates[gate]}))
-    for group in by_first.values():
+    for letter, group in by_first.items():
         if len(group) == 1:
             probes[group[0]] = gates[group[0]]
         else:
-            pattern = re.compile("|".join(_from_first_letter(gate) for gate in sorted(group, key=len, reverse=True)))
+            pattern = re.compile("|".join(_from_letter(gate, letter) for gate in sorted(group, key=len, reverse=True)))
             probes[pattern] = tuple(sorted({lit for gate in group for lit in gates[gate]}))
     return probes
 
 
-def _from_first_letter(gate: str) -> str:
-    """A pattern for ``gate`` that starts at its first letter and looks behind for what comes before it."""
-    first = next((i for i, c in enumerate(gate) if c.isalpha()), 0)
-    if first == 0:
+def _from_letter(gate: str, letter: str) -> str:
+    """A pattern for ``gate`` that starts at ``letter`` in it and looks behind for what comes before."""
+    at = gate.find(letter)
+    if at <= 0:
         return re.escape(gate)
-    return f"{re.escape(gate[first:])}(?<={re.escape(gate)})"
+    return f"{re.escape(gate[at:])}(?<={re.escape(gate)})"
 
 
 def _byte_probe(probe: _Probe) -> _ByteProbe:
