@@ -35,6 +35,7 @@ class CatchUpVerdict:
     reason: str | None = None  # why the session is skipped
     handled_id: str | None = None  # the last message the live extension handled
     handled_index: int | None = None  # or its position among the path's messages
+    handled_until: str | None = None  # or (live-retained check) the time of the last live retain
 
 
 def _read_json(path: Path) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -14,6 +15,7 @@ import click
 
 from hindsight_batch import __version__, build
 from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.masking import mask
 from hindsight_batch.session.discovery import find_session_files
 
 # The commands import what they use when they run: `--help` and `prune-recall-messages` then start without
@@ -28,7 +30,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _echo_err(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(mask(message), err=True)
+
+
+def _echo(message: str) -> None:
+    """Standard output; like everything this tool prints, with credentials masked."""
+    click.echo(mask(message))
 
 
 def handle_errors(func: F) -> F:
@@ -98,6 +105,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
+@click.option("--live-retained", type=click.Choice(["after", "skip", "include"]), default="after", show_default=True,
+              help="Sessions the live extension already retained (the server is asked, also in a dry run): import "
+                   "only what came after its retains, skip them, or include everything.")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
@@ -119,6 +129,7 @@ def import_command(
     apply: bool,
     wait: bool,
     wait_timeout: float,
+    live_retained: str,
     catch_up: bool,
     max_seconds: float | None,
     jobs: int,
@@ -142,6 +153,7 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
+    from hindsight_batch.live import LiveCheck
     from hindsight_batch.sinks.ledger import Ledger, default_state_dir
     from hindsight_batch.sinks.upload import Uploader
 
@@ -151,6 +163,9 @@ def import_command(
     resolver = ConfigResolver(config_file=config_file, flags=flags)
     global_settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     files = find_session_files(list(paths))
+    # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
+    live = LiveCheck(live_retained, lambda: client_for(global_settings) if apply
+                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply)
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,
@@ -164,8 +179,9 @@ def import_command(
         catch_up=catch_up,
         max_seconds=max_seconds,
         jobs=jobs,
+        live=live,
     )
-    with Ledger(state_dir or default_state_dir()) as ledger:
+    with Ledger(state_dir or default_state_dir()) as ledger, contextlib.closing(live):
         if apply:
             with client_for(global_settings) as client:
                 client.version()  # unreachable or unauthorized: exit 4 before any work
@@ -177,10 +193,11 @@ def import_command(
         else:
             summary = Importer(resolver, ledger, options, files).run()
     data = summary.to_dict()
+    data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:
-        click.echo(_catch_up_line(data))
+        _echo(_catch_up_line(data))
     elif not quiet:
         _print_import_summary(data)
     if data["upload"] and data["upload"]["failed"]:
@@ -192,7 +209,7 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
@@ -234,6 +251,13 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"  statuses: {_counts(data['statuses'])}; redactions: {_counts(data['redactions'])}")
     if data["skip_reasons"]:
         out(f"  skipped chunks by reason: {_counts(data['skip_reasons'])}")
+    for bank, seen in list(data["project_banks"].items())[:10]:
+        out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
+    if data["live_retained"]:
+        out(f"  live retains: {_counts(data['live_retained'])}"
+            + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
+    for skipped in data["sessions_skipped"][:10]:
+        out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
@@ -278,6 +302,7 @@ def route_command(
       hindsight-batch route "I prefer terse answers in every project"
       git log -1 --format=%B | hindsight-batch route - --mode router --json
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
@@ -289,16 +314,19 @@ def route_command(
         text = sys.stdin.read()
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file, flags={"userRetain.mode": mode, "routing.strategy": strategy})
-    settings = resolver.for_cwd(folder).settings
+    resolved = resolver.for_cwd(folder)
+    settings = resolved.settings
     scope = session_scope(SessionHeader("route-preview", 3, None, folder, None), "", settings)
+    with contextlib.suppress(Unreproducible):  # the preview then shows this tool's own rule
+        settings = with_project_bank(settings, BankResolver(resolver.env).derive(resolved, folder, scope.project)[0])
     decision, _ = route_text(
         settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
         base_tags=base_tags(scope, settings),
     )
     if as_json:
-        click.echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
+        _echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
     if not quiet and not as_json:
-        click.echo(_format_decision(decision))
+        _echo(_format_decision(decision))
 
 
 def _format_decision(decision: MemoryRouteDecision) -> str:
@@ -332,7 +360,8 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
               help="Keep backups here instead of beside each file.")
 @click.option("--min-age", default="30m", show_default=True,
               help="Refuse files modified more recently than this (a live session): 90s, 30m, 2h, 0.")
-@click.option("--force", is_flag=True, help="Rewrite even a recently modified file.")
+@click.option("--force", is_flag=True,
+              help="Rewrite even a recently modified file, and a file with other hard links (this name only).")
 @click.option("--restore", "restore_backup", type=click.Path(dir_okay=False, path_type=Path),
               help="Put this backup back in place of the file it came from.")
 @click.option("--to", "restore_to", type=click.Path(dir_okay=False, path_type=Path),
@@ -366,7 +395,7 @@ def prune_command(paths: tuple[Path, ...], confirm: bool, custom_types: tuple[st
         except prune.PruneRefused as exc:
             raise UsageError(f"refused: {exc}") from None
         if as_json:
-            click.echo(json.dumps({"restored": str(target), "from": str(restore_backup)}))
+            _echo(json.dumps({"restored": str(target), "from": str(restore_backup)}))
         elif not quiet:
             _echo_err(f"restored {target} from {restore_backup}")
         return
@@ -375,7 +404,7 @@ def prune_command(paths: tuple[Path, ...], confirm: bool, custom_types: tuple[st
     results = list(prune.iter_results(files, confirm=confirm, types=types, backup_dir=backup_dir,
                                       min_age=seconds, force=force))
     if as_json:
-        click.echo(json.dumps({"confirm": confirm, "files": [r.to_dict() for r in results]}, indent=2))
+        _echo(json.dumps({"confirm": confirm, "files": [r.to_dict() for r in results]}, indent=2))
     elif not quiet:
         _print_prune(results, confirm)
     if any(r.status in ("refused", "failed") for r in results):
@@ -389,8 +418,11 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
         if result.status in ("clean", "not-a-session"):
             continue
         plan = result.plan
-        line = (f"{result.status}: {result.file}: remove {len(plan.get('remove', []))}, "
+        name = f"{result.file} -> {result.target}" if result.target else result.file
+        line = (f"{result.status}: {name}: remove {len(plan.get('remove', []))}, "
                 f"re-link {len(plan.get('relink', []))}, fix references {len(plan.get('fix_references', []))}")
+        if plan.get("drop_labels"):
+            line += f", drop {len(plan['drop_labels'])} label(s) on removed entries"
         if plan.get("neutralise"):
             line += f", neutralise {len(plan['neutralise'])} (active leaf)"
         _echo_err(line)
@@ -448,17 +480,17 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             reports = [flusher.flush(path) for path in files]
     data = {"dry_run": dry_run, "queues": [r.to_dict() for r in reports]}
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif not quiet:
         for r in reports:
             verb = "would send" if dry_run else "sent"
-            click.echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+            _echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
                        f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
                        f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
                 _echo_err(f"  {error}")
         if not reports:
-            click.echo("no retain queues found")
+            _echo("no retain queues found")
     if any(r.busy for r in reports):
         sys.exit(EXIT_BUSY)
     if any(r.retry_later or r.dead_lettered for r in reports):
@@ -502,17 +534,17 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
     with Ledger(state_dir or default_state_dir()) as ledger:
         data = build_report(ledger, run_id)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
         return
     if quiet:
         return
     for run in data["runs"]:
-        click.echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
+        _echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
                    f"started {run['started_at']}")
-    click.echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
+    _echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
-        click.echo(f"  {title}: {_counts(data[key])}")
+        _echo(f"  {title}: {_counts(data[key])}")
 
 
 @cli.command("verify")
@@ -538,16 +570,16 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
         report = verify(ledger, client, bank)
     data = report.to_dict()
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
     elif not quiet:
-        click.echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
+        _echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
                    f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
                    f"mismatched {len(report.mismatched)}, extra {len(report.extra)}, "
                    f"still processing {len(report.pending)}")
         for kind in ("missing", "mismatched", "extra", "pending"):
             for entry in data[kind][:50]:
                 fields = f" ({', '.join(entry['fields'])})" if "fields" in entry else ""
-                click.echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
+                _echo(f"  {kind}: {entry['bank_id']} {entry['document_id']}{fields}")
     if not report.ok:
         sys.exit(EXIT_ITEMS_FAILED)
 
@@ -567,59 +599,78 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
+    from hindsight_batch.banks import BankResolver, Unreproducible
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.items import project_bank_id, session_scope
-    from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.ledger import default_state_dir
 
     folder = str((cwd or Path.cwd()).resolve())
-    resolved = ConfigResolver(config_file=config_file).for_cwd(folder)
+    resolver = ConfigResolver(config_file=config_file)
+    resolved = resolver.for_cwd(folder)
     settings = resolved.settings
     values = _flatten(settings.model_dump(mode="json", by_alias=True))
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
-    scope = session_scope(SessionHeader("status", 3, None, folder, None), "", settings)
-    rows = [{"key": k, "value": v, "from": resolved.origin(k)} for k, v in values.items()]
+    project = (settings.project_name or "").strip() or Path(folder).name
+    try:
+        bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
+    except Unreproducible as exc:
+        bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
+    rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
+            for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())
+    family = {"hindsight-pi": "hindsight-pi (walodayeet/hindsight-pi)", "pi-hindsight": "pi-hindsight "
+              "(luxus/pi-hindsight)"}.get(resolved.family, "none found: this tool's own rules apply")
     data: dict[str, Any] = {
         "cwd": folder,
         "config_files": [str(p) for p in resolved.files],
+        "extension_config": resolved.family,
+        "extension_config_files": resolved.family_files,
         "ignored_extension_keys": resolved.ignored_keys,
+        "ignored_project_keys": resolved.warnings,
         "user_retain_mode": settings.user_retain.mode,
         "router_mode_on": settings.user_retain.mode == "router",
-        "project_bank_id": project_bank_id(scope, settings),
+        "project_bank_id": bank,
+        "project_bank_why": why,
         "settings": rows,
         "ledger": ledger_totals,
         "server": _server_status(settings) if server else "not asked (use --server)",
         "queues": _queue_depths(),
     }
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        _echo(json.dumps(data, indent=2))
         return
     if quiet:
         return
-    click.echo(f"configuration for sessions in {folder}")
-    click.echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
+    _echo(f"configuration for sessions in {folder}")
+    _echo("files: " + (", ".join(str(p) for p in resolved.files) or "none (defaults and environment only)"))
+    _echo(f"extension configuration: {family}")
+    for name, found in sorted(resolved.family_files.items()):
+        _echo(f"  {name} settings in: {', '.join(dict.fromkeys(found))}")
+    for warning in resolved.warnings:
+        _echo(f"IGNORED: {warning}")
     if settings.user_retain.mode == "router":
-        click.echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
+        _echo("ROUTER MODE IS ON: confident User Bank content is written to the User Bank")
     else:
-        click.echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
-    click.echo(f"project bank: {data['project_bank_id']}")
+        _echo("User Bank: explicit-only (nothing is ever written to the User Bank automatically)")
+    _echo(f"project bank: {bank or '(none)'}")
+    _echo(f"  because: {why}")
     width = max(len(r["key"]) for r in rows)
     for row in rows:
-        click.echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
-    click.echo(f"ledger: {json.dumps(ledger_totals)}")
-    click.echo(f"server: {data['server']}")
+        _echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    if resolved.ignored_keys:
+        _echo("accepted, not used by this tool: " + ", ".join(resolved.ignored_keys))
+    _echo(f"ledger: {json.dumps(ledger_totals)}")
+    _echo(f"server: {data['server']}")
     for queue in data["queues"]:
-        click.echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
+        _echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
 
 
 def _server_status(settings: Settings) -> str:
     try:
         with client_for(settings, timeout=3, max_attempts=1) as client:
-            return f"{settings.base_url}: version {client.version()}"
+            return mask(f"{settings.base_url}: version {client.version()}")
     except HindsightBatchError as exc:
-        return f"{settings.base_url}: {exc}"
+        return mask(f"{settings.base_url}: {exc}")
 
 
 def _queue_depths() -> list[dict[str, Any]]:

@@ -24,8 +24,10 @@ from typing import Any
 from tqdm import tqdm
 
 from hindsight_batch import __version__
+from hindsight_batch.banks import BankResolver, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
+from hindsight_batch.live import LiveCheck
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import StageTimes
@@ -52,6 +54,7 @@ class ImportOptions:
     catch_up: bool = False
     max_seconds: float | None = None
     jobs: int = 1  # session files planned at once, in worker processes when more than one
+    live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
 
 
 def settings_hash(settings: Settings) -> str:
@@ -73,6 +76,10 @@ class ImportSummary:
     not_sessions: list[dict[str, str]] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
+    sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
+    banks: dict[str, dict[str, Any]] = field(default_factory=dict)  # project bank → sessions, why
+    live_retained: Counter[str] = field(default_factory=Counter)  # decision → sessions
+    live_unchecked: str | None = None
     stopped_early: bool = False
     bytes_read: int = 0
     entries: int = 0
@@ -112,6 +119,11 @@ class ImportSummary:
             "duplicate_sessions": self.duplicates,
             "catch_up_skipped": self.catch_up_skipped[: self.MAX_LISTED],
             "catch_up_skipped_total": len(self.catch_up_skipped),
+            "sessions_skipped": self.sessions_skipped[: self.MAX_LISTED],
+            "sessions_skipped_total": len(self.sessions_skipped),
+            "project_banks": self.banks,
+            "live_retained": dict(sorted(self.live_retained.items())),
+            "live_retained_unchecked": self.live_unchecked,
             "stopped_early": self.stopped_early,
             "bytes_read": self.bytes_read,
             "entries": self.entries,
@@ -168,6 +180,7 @@ class _Job:
     settings: Settings
     shape: str  # settings hash the ledger keeps for the source
     handled: CatchUpVerdict | None
+    annotations: dict[str, Any] = field(default_factory=dict)  # added to every manifest row (bank, live check)
 
 
 WORKER_BACKLOG_BYTES = 512 << 20
@@ -185,6 +198,7 @@ class Importer:
         uploader_factory: Callable[[str], Uploader] | None = None,
     ) -> None:
         self.resolver = resolver
+        self.banks = BankResolver(resolver.env)
         self.ledger = ledger
         self.options = options
         self.files = files
@@ -330,8 +344,19 @@ class Importer:
                 return None
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
+        project = (settings.project_name or "").strip() or Path(header.cwd or "").name
+        choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
+        if choice.bank_id is None:
+            summary.sessions_skipped.append({"file": str(path), "reason": f"no project bank: {choice.skip}"})
+            return None
+        settings = with_project_bank(settings, choice.bank_id, self.banks.family_tags(resolved, header.cwd))
+        seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
+        seen["sessions"] += 1
+        annotations: dict[str, Any] = {"bank_why": choice.why}
+        live = self.options.live
         summary.user_retain_modes.add(settings.user_retain.mode)
         shape = settings_hash(settings) + (":catch-up" if self.options.catch_up else "")
+        shape += f":live-{live.mode}" if live is not None else ""
         key = str(path)
         previous = known.get(key)
         summary.sessions += 1
@@ -349,7 +374,16 @@ class Importer:
                 self._reuse(rows, manifest)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
                 return None
-        return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled)
+        if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
+            decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
+            summary.live_retained[decision.decision] += 1
+            summary.live_unchecked = summary.live_unchecked or live.problem
+            annotations["live_retained"] = decision.as_json()
+            if decision.decision == "skip":
+                summary.sessions_skipped.append({"file": str(path), "reason": decision.note})
+                return None
+            handled = decision.handled(handled)
+        return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, annotations)
 
     def _plan_here(self, job: _Job) -> SessionPlan | str:
         return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
@@ -373,6 +407,7 @@ class Importer:
         rows_json = []
         for row in plan.rows:
             data = row.as_json()
+            data.update(job.annotations)
             data["status"] = self._status(data, applied)
             manifest.write_json(data)
             data.pop("content", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,7 +14,6 @@ from pydantic import BaseModel, ConfigDict
 
 from hindsight_batch import __version__
 from hindsight_batch.config.model import Settings
-from hindsight_batch.errors import ConfigError
 from hindsight_batch.session.model import SessionHeader
 
 ID_SCHEME = "pi-import/1"
@@ -43,14 +43,15 @@ class SessionScope:
 
 
 def session_scope(header: SessionHeader, session_file: str, settings: Settings) -> SessionScope:
-    cwd = header.cwd or ""
+    # ``cwd:`` and ``basedir:`` as hindsight-pi makes them: the resolved path, ``\\`` as ``/``.
+    cwd = posixpath.normpath(header.cwd.replace("\\", "/")) if header.cwd else ""
     basedir = PurePath(cwd).name if cwd else "unknown"
     return SessionScope(
         session_id=header.id,
         parent_id=header.parent_session_id or header.id,
         cwd=cwd,
         basedir=basedir,
-        project=settings.project_name or basedir,
+        project=(settings.project_name or "").strip() or basedir,
         session_file=session_file,
         started=header.timestamp,
     )
@@ -61,36 +62,39 @@ def slug(text: str, limit: int = 40) -> str:
     return value[:limit].strip("-") or "project"
 
 
+def own_project_bank_id(project: str, cwd: str) -> str:
+    """This tool's own project bank when no extension's configuration names one (stable per folder)."""
+    digest = hashlib.sha256(cwd.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"pi-{slug(project)}-{digest}"
+
+
 def project_bank_id(scope: SessionScope, settings: Settings) -> str:
-    """The configured project bank, else one derived from the project name and the cwd (stable per folder)."""
+    """The project bank in the settings (the import puts the one :mod:`hindsight_batch.banks` chose there), else
+    this tool's own."""
     if settings.banks.project.bank_id:
         return settings.banks.project.bank_id
-    digest = hashlib.sha256(scope.cwd.encode("utf-8", "replace")).hexdigest()[:8]
-    return f"pi-{slug(scope.project)}-{digest}"
+    return own_project_bank_id(scope.project, scope.cwd)
 
 
-def expand(template: str, scope: SessionScope, key: str) -> str:
-    """``{project}`` alone becomes the full tag ``project:<name>``; inside a longer string, the bare value."""
-    values = scope.placeholders()
+def expand(template: str, scope: SessionScope) -> str:
+    """As hindsight-pi's ``retain/tags.ts``: a tag that is exactly ``{session}``, ``{parent}``, ``{cwd}``,
+    ``{basedir}`` or ``{project}`` becomes the full tag (``project:acme``); any other string, a placeholder inside
+    a longer one included, stays as written."""
     whole = _PLACEHOLDER.fullmatch(template)
     if whole:
         name = whole.group(1)
-        if name not in values:
-            raise ConfigError("config", key, f"unknown placeholder {{{name}}} (known: {', '.join(sorted(values))})")
-        return f"{name}:{values[name]}"
-
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in values:
-            raise ConfigError("config", key, f"unknown placeholder {{{name}}} (known: {', '.join(sorted(values))})")
-        return values[name]
-
-    return _PLACEHOLDER.sub(one, template)
+        value = scope.placeholders().get(name)
+        if value is not None:
+            return f"{name}:{value}"
+    return template
 
 
 def base_tags(scope: SessionScope, settings: Settings) -> list[str]:
+    """hindsight-pi's automatic tags (``constantTags`` as written, not expanded, as there), with
+    ``store_method:import`` where a live retain has ``auto`` or ``tool``; ``harness:pi`` always."""
     tags = [
         "harness:pi",
+        *settings.constant_tags,
         f"session:{scope.session_id}",
         f"parent:{scope.parent_id}",
         f"cwd:{scope.cwd}",
@@ -98,17 +102,14 @@ def base_tags(scope: SessionScope, settings: Settings) -> list[str]:
         f"project:{scope.project}",
         "store_method:import",
     ]
-    tags += [expand(tag, scope, f"constantTags[{i}]") for i, tag in enumerate(settings.constant_tags)]
     return list(dict.fromkeys(tags))
 
 
-def observation_scopes(scope: SessionScope, settings: Settings) -> list[list[str]] | None:
-    if settings.observation_scopes is None:
-        return None
-    return [
-        [expand(tag, scope, f"observationScopes[{i}][{j}]") for j, tag in enumerate(group)]
-        for i, group in enumerate(settings.observation_scopes)
-    ]
+def observation_scopes(scope: SessionScope, settings: Settings) -> list[list[str]] | str | None:
+    value = settings.observation_scopes
+    if value is None or isinstance(value, str):
+        return value
+    return [[expand(tag, scope) for tag in group] for group in value]
 
 
 def document_id(session_id: str, bank_role: str, segment: str, window: int) -> str:
@@ -143,7 +144,7 @@ class RetainItem(BaseModel):
     document_id: str
     update_mode: str = "replace"
     tags: list[str]
-    observation_scopes: list[list[str]] | None
+    observation_scopes: list[list[str]] | str | None
     metadata: dict[str, str]
 
     def payload(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -168,10 +169,30 @@ class CursorNotOnPath(Exception):
     """The live extension's cursor names a message that is not on the session's active path."""
 
 
+def _instant(stamp: str | None) -> float | None:
+    """An ISO timestamp as seconds since the epoch (UTC when it names no zone), or None."""
+    if not stamp:
+        return None
+    try:
+        value = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
+
+
 def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> set[int]:
-    """The entries at or before the live extension's retain cursor on the active path."""
+    """The entries at or before the live extension's retain cursor on the active path; or, with a time
+    (``handled_until``), up to the last entry stamped no later than it."""
     if handled.handled_id is None and handled.handled_index is None:
-        return set()
+        until = _instant(handled.handled_until)
+        if until is None:
+            return set()
+        last = -1
+        for i, node in enumerate(path):
+            stamp = _instant(node.timestamp)
+            if stamp is not None and stamp <= until:
+                last = i
+        return {node.seq for node in path[: last + 1]}
     if handled.handled_id is not None:
         positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]
     else:
@@ -203,7 +224,7 @@ def _plan_chunk(
     plan: SessionPlan,
     scope: SessionScope,
     tags: list[str],
-    scopes: list[list[str]] | None,
+    scopes: list[list[str]] | str | None,
     bank_ids: dict[str, str],
     settings: Settings,
     store: RecordStore,

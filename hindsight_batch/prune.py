@@ -7,21 +7,28 @@ How it stays safe:
   ``hindsight-recall``, or a ``message`` with role ``custom``/``hookMessage`` and that type; more types with
   ``--custom-type``) are found; the children of each are re-pointed to its nearest surviving ancestor;
   ``compaction.firstKeptEntryId`` moves to the next surviving entry on the compaction's path;
-  ``label.targetId`` and ``branch_summary.fromId`` move to the nearest surviving ancestor. In version 1 files
+  ``branch_summary.fromId`` moves to the nearest surviving ancestor. A ``label`` whose target is removed is
+  removed too (pi shows the last label for an entry: moved onto an ancestor, it would overwrite the user's own
+  label there). In version 1 files
   (no ids: a linear list) entries are removed by position and each later compaction's ``firstKeptEntryIndex`` is
   renumbered. A recall entry that is the active leaf, where removing it would make pi resume on another branch,
-  is neutralised instead: rewritten as a ``custom`` entry (kept in the tree, never sent to a model).
+  is neutralised instead: rewritten as a ``custom`` entry (kept in the tree, never sent to a model); so is a
+  dropped label there.
+* **Links.** A symlink is pruned at its target (the link stays a link). A file with other hard links is refused
+  unless ``--force``: the rename changes this name only, the other names keep the old file.
 * **Only the bytes that must change.** The new file is the old one with removed lines cut out and changed
   values replaced in place (a re-pointed ``parentId`` is swapped as a byte span when the line starts with pi's own
   key order, otherwise the line is re-serialized compactly with its key order and non-ASCII text). Blank,
   malformed and glued lines are copied as they are; a change that would need a glued line rewritten is not made.
 * **Atomic, with a backup.** The new content goes to an unnamed temporary file in the same folder (``O_TMPFILE``,
   so a kill leaves nothing behind), is fsynced, given the original's permissions, owner and mtime (pi picks "the
-  newest session" by mtime), and renamed over the original. The original bytes stay as a hard-linked backup
-  (a copy with ``--backup-dir`` on another file system). A file that changed during the run, or was modified
+  newest session" by mtime), and renamed over the original. The original bytes stay as a hard-linked backup,
+  made 0600 once it is the inode's only name (a private copy with ``--backup-dir`` on another file system, or
+  when other hard links could still change the inode). A file that changed during the run, or was modified
   within ``--min-age`` (a live session), is refused unless ``--force``.
 * **Checked afterwards.** The new file is read back: its bytes hash to what was written, every ``parentId``
-  resolves (or is null), and the active path equals the old one minus the removed entries. If not, the backup is
+  resolves (or is null), no label points at a removed entry, and the active path equals the old one minus the
+  removed entries. If not, the backup is
   put back.
 """
 
@@ -32,7 +39,6 @@ import json
 import mmap
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -41,6 +47,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir
 from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, parse_line
 
 DEFAULT_TYPES = ("hindsight-recall",)
@@ -91,6 +98,9 @@ class PrunePlan:
     version: int
     types: tuple[str, ...]
     removed: list[str] = field(default_factory=list)
+    dropped_labels: list[str] = field(default_factory=list)
+    removed_seqs: set[int] = field(default_factory=set)
+    kept: set[int] = field(default_factory=set)  # recall entries deliberately left (a glued line needs them)
     neutralised: list[str] = field(default_factory=list)
     relinked: list[dict[str, str | None]] = field(default_factory=list)
     refs_fixed: list[dict[str, str | int | None]] = field(default_factory=list)
@@ -107,7 +117,8 @@ class PrunePlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "file": str(self.path), "version": self.version, "remove": self.removed, "neutralise": self.neutralised,
+            "file": str(self.path), "version": self.version, "remove": self.removed, "drop_labels": self.dropped_labels,
+            "neutralise": self.neutralised,
             "relink": self.relinked, "fix_references": self.refs_fixed, "left_alone": self.left_alone,
             "problem": self.problem,
         }
@@ -280,6 +291,7 @@ def _plan_v1(plan: PrunePlan, entries: list[Entry]) -> None:
             plan.edits.append(_rewrite(plan.path, entry, {"firstKeptEntryIndex": new_index}))
             plan.refs_fixed.append({"line": entry.lineno, "firstKeptEntryIndex": new_index,
                                     "was": entry.first_kept_index})
+    plan.removed_seqs = removed
     plan.expected_path = [f"L{e.lineno}" for e in entries if e.seq not in removed]
 
 
@@ -287,39 +299,42 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
     by_id = {e.id: e for e in entries if e.id is not None}
     old_path = _path_to(entries[-1], by_id)
     plan.dangling_before = {e.id or "" for e in entries if e.parent is not None and e.parent not in by_id}
-    removed = {e.seq for e in entries if e.recall and e.id is not None and by_id.get(e.id) is e}
+    recall = {e.seq for e in entries if e.recall and e.id is not None and by_id.get(e.id) is e and not e.glued}
     for e in entries:
         if e.recall and e.glued:
             plan.left_alone.append(f"line {e.lineno}: recall inside a glued line (pi ignores that line)")
-    removed -= {e.seq for e in entries if e.glued}
+    labels = [e for e in entries if e.type == "label" and e.target_id is not None]
+    keep: set[int] = set()  # entries that must stay: a line that would have to change cannot be rewritten
     neutralise: set[int] = set()
-    while True:  # a removal whose consequences would need a glued line rewritten is not made
-        changes = _tree_changes(entries, by_id, removed, neutralise)
-        blocked = {seq for seq, entry in changes.items() if entries[seq].glued}
-        if not blocked:
-            break
-        parents: set[int] = set()
-        for seq in blocked:
-            parent = by_id.get(entries[seq].parent or "")
-            if parent is not None and parent.seq in removed:
-                parents.add(parent.seq)
-        if not parents:
-            parents = set(removed)  # a blocked reference fix: keep every removal's target
-        removed -= parents
-        for seq in parents:
-            plan.left_alone.append(f"line {entries[seq].lineno}: kept, a glued line refers to it")
-    # The active leaf: if it is removed and pi would then resume elsewhere, neutralise it instead.
     leaf = entries[-1]
-    if leaf.seq in removed:
-        survivors = [e for e in entries if e.seq not in removed]
-        ancestor = _surviving_ancestor(leaf, by_id, removed)
-        if survivors and survivors[-1].id != ancestor:
-            removed.discard(leaf.seq)
-            neutralise.add(leaf.seq)
+    while True:  # each turn keeps or neutralises one more entry, so this ends
+        removed = recall - keep - neutralise
+        stuck = _drop_labels([e for e in labels if e.seq not in neutralise], by_id, removed, keep)
+        if stuck is not None:
+            keep.add(stuck.seq)
+            plan.left_alone.append(f"line {stuck.lineno}: kept, a label that cannot be removed refers to it")
+            continue
+        changes = _tree_changes(entries, by_id, removed, neutralise)
+        blocked = {seq for seq in changes if entries[seq].glued}
+        if blocked:  # a removal whose consequences would need a glued line rewritten is not made
+            parents = {p.seq for p in (by_id.get(entries[seq].parent or "") for seq in blocked)
+                       if p is not None and p.seq in removed} or set(removed)
+            keep |= parents
+            plan.left_alone += [f"line {entries[seq].lineno}: kept, a glued line refers to it" for seq in parents]
+            continue
+        # The active leaf: if it is removed and pi would then resume elsewhere, neutralise it instead.
+        if leaf.seq in removed:
+            survivors = [e for e in entries if e.seq not in removed]
+            if survivors and survivors[-1].id != _surviving_ancestor(leaf, by_id, removed):
+                neutralise.add(leaf.seq)
+                continue
+        break
+    plan.kept = {seq for seq in keep if entries[seq].recall}
+    plan.removed_seqs = set(removed)
     changes = _tree_changes(entries, by_id, removed, neutralise)
     for entry in entries:
         if entry.seq in removed:
-            plan.removed.append(entry.id or f"line {entry.lineno}")
+            (plan.removed if entry.recall else plan.dropped_labels).append(entry.id or f"line {entry.lineno}")
             plan.edits.append(_removal(entry))
         elif entry.seq in changes:
             values = changes[entry.seq]
@@ -358,6 +373,24 @@ def _surviving_ancestor(entry: Entry, by_id: dict[str, Entry], removed: set[int]
     return parent
 
 
+def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int], keep: set[int]) -> Entry | None:
+    """Add to ``removed`` every label whose target is removed (pi's last label for an entry wins, so moving one
+    onto another entry would overwrite that entry's own label). Returns a target that must stay instead, when
+    such a label cannot be removed (inside a glued line, sharing its id, or itself kept)."""
+    grew = True
+    while grew:  # a label on a dropped label goes too
+        grew = False
+        for label in labels:
+            target = by_id.get(label.target_id or "")
+            if label.seq in removed or target is None or target.seq not in removed:
+                continue
+            if label.glued or label.seq in keep or by_id.get(label.id or "") is not label:
+                return target
+            removed.add(label.seq)
+            grew = True
+    return None
+
+
 def _tree_changes(entries: list[Entry], by_id: dict[str, Entry], removed: set[int],
                   neutralise: set[int]) -> dict[int, dict[str, Any]]:
     removed_ids = {entries[seq].id for seq in removed}
@@ -376,8 +409,6 @@ def _tree_changes(entries: list[Entry], by_id: dict[str, Entry], removed: set[in
             values["firstKeptEntryId"] = next(
                 (e.id for e in path[start:] if e.seq not in removed), entry.id
             )
-        if entry.type == "label" and entry.target_id is not None and entry.target_id in removed_ids:
-            values["targetId"] = _surviving_ancestor(by_id[entry.target_id], by_id, removed)
         if entry.type == "branch_summary" and entry.from_id is not None and entry.from_id in removed_ids:
             values["fromId"] = _surviving_ancestor(by_id[entry.from_id], by_id, removed) or "root"
         if entry.seq in neutralise:
@@ -400,7 +431,8 @@ def _rewrite(path: Path, entry: Entry, values: dict[str, Any]) -> Edit:
         stream.seek(entry.offset)
         obj = json.loads(_decode(stream.read(entry.length)))
     if values.pop("__neutralise__", False):
-        obj = {"type": "custom", "customType": "hindsight-recall-pruned", "data": {},
+        kind = "label" if obj.get("type") == "label" else "recall"
+        obj = {"type": "custom", "customType": f"hindsight-{kind}-pruned", "data": {},
                "id": obj.get("id"), "parentId": obj.get("parentId"), "timestamp": obj.get("timestamp")}
     for key, value in values.items():
         if value is None and key != "parentId":
@@ -505,9 +537,11 @@ def backup_path(path: Path, backup_dir: Path | None) -> Path:
     return (backup_dir or path.parent) / f"{path.name}{BACKUP_MARK}{stamp}.bak"
 
 
-def _install(path: Path, produce: Any, stat: os.stat_result, keep_mtime: bool, guard: Any = None) -> None:
+def _install(path: Path, produce: Any, stat: os.stat_result, keep_mtime: bool, guard: Any = None,
+             perms: os.stat_result | None = None) -> None:
     """Write a new version of ``path`` through ``produce(fd)`` and rename it into place atomically; ``guard()``
-    runs just before the rename and may refuse."""
+    runs just before the rename and may refuse. Mode and owner come from ``perms`` (default ``stat``)."""
+    perms = perms or stat
     folder = path.parent
     fd, anonymous = _open_temp(folder)
     temp = _temp_name(path)
@@ -516,9 +550,9 @@ def _install(path: Path, produce: Any, stat: os.stat_result, keep_mtime: bool, g
     try:
         produce(fd)
         os.fsync(fd)
-        os.fchmod(fd, stat.st_mode & 0o7777)
+        os.fchmod(fd, perms.st_mode & 0o7777)
         if os.geteuid() == 0:
-            os.fchown(fd, stat.st_uid, stat.st_gid)
+            os.fchown(fd, perms.st_uid, perms.st_gid)
         if keep_mtime:
             os.utime(fd, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         if anonymous:
@@ -569,21 +603,22 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
         if plan.version == 1:
             return None
         survivors: list[Entry] = []
-        removed = set(plan.removed)
         for entry in entries:
-            if entry.id in removed and not entry.glued and entry.recall:
+            if entry.seq in plan.removed_seqs:
                 continue
             if entry.offset in changed:
                 start = changed[entry.offset]
                 end = new_view.find(b"\n", start)
                 obj = json.loads(new_view[start : end if end != -1 else len(new_view)])
-                entry = Entry(entry.seq, entry.lineno, start, entry.length, entry.terminated, False,
-                              obj.get("id"), obj.get("parentId"), str(obj.get("type")),
-                              _is_recall(obj, plan.types))
+                entry = _entry(obj, RawLine(entry.lineno, start, entry.length, None, 0, entry.length,
+                                            entry.terminated), entry.seq, False, plan.types)
             survivors.append(entry)
     by_id = {e.id: e for e in survivors if e.id is not None}
-    if any(e.recall for e in survivors if not e.glued):
+    if any(e.recall for e in survivors if not e.glued and e.seq not in plan.kept):
         return "a recall entry is still there"
+    old_ids = {e.id for e in entries}
+    if any(e.type == "label" and e.target_id in old_ids and e.target_id not in by_id for e in survivors):
+        return "a label still points at a removed entry"
     dangling = {e.id or "" for e in survivors if e.parent is not None and e.parent not in by_id and not e.glued}
     if dangling - plan.dangling_before:
         return f"parentId does not resolve for {sorted(dangling - plan.dangling_before)[:5]}"
@@ -600,9 +635,12 @@ class PruneResult:
     plan: dict[str, Any]
     backup: str | None = None
     reason: str | None = None
+    target: str | None = None  # the real file, when ``file`` is a symlink
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "status": self.status, "backup": self.backup, "reason": self.reason, **self.plan}
+        plan = {k: v for k, v in self.plan.items() if k != "file"}
+        return {"file": self.file, "target": self.target, "status": self.status, "backup": self.backup,
+                "reason": self.reason, **plan}
 
 
 def prune_file(
@@ -615,36 +653,53 @@ def prune_file(
     force: bool = False,
     now: float | None = None,
 ) -> PruneResult:
-    clean_stray_temps(path.parent)
-    first = path.stat()
-    plan = plan_prune(path, types)
+    # A symlinked session is pruned at its target (what the user means), and the link stays a link: the new
+    # file, its temporary name and the backup all live beside the real file.
+    real = Path(os.path.realpath(path))
+    link = str(real) if path.is_symlink() else None
+
+    def outcome(status: str, plan: dict[str, Any], backup: str | None = None, reason: str | None = None) -> PruneResult:
+        return PruneResult(str(path), status, plan, backup, reason, link)
+
+    clean_stray_temps(real.parent)
+    first = real.stat()
+    plan = plan_prune(real, types)
     if plan.problem:
-        return PruneResult(str(path), "not-a-session", plan.to_dict(), reason=plan.problem)
+        return outcome("not-a-session", plan.to_dict(), reason=plan.problem)
     if not plan.changes:
-        return PruneResult(str(path), "clean", plan.to_dict())
+        return outcome("clean", plan.to_dict())
+    # Another hard link: the rename gives this name the new file, and every other name keeps the old one, recall
+    # included (and could still be appended to by pi). Refused unless --force, so it is never done unknowingly.
+    links = (f"{first.st_nlink - 1} other hard link(s) to this file keep the original bytes, recall included: "
+             "pruning replaces this name only") if first.st_nlink > 1 else None
     if not confirm:
-        return PruneResult(str(path), "preview", plan.to_dict())
+        return outcome("preview", plan.to_dict(), reason=links)
+    if links and not force:
+        return outcome("refused", plan.to_dict(),
+                           reason=f"{links} (prune each name, or remove the other links; --force rewrites this "
+                                  "name alone)")
     age = (now if now is not None else time.time()) - first.st_mtime
     if age < min_age and not force:
-        return PruneResult(str(path), "refused", plan.to_dict(),
+        return outcome("refused", plan.to_dict(),
                            reason=f"modified {age:.0f} s ago, within --min-age {min_age:.0f} s: it may be a live "
                                   "session (use --force if it is not)")
     if (plan.size, plan.mtime_ns) != (first.st_size, first.st_mtime_ns):
-        return PruneResult(str(path), "refused", plan.to_dict(), reason="the file changed while it was read")
-    backup = backup_path(path, backup_dir)
+        return outcome("refused", plan.to_dict(), reason="the file changed while it was read")
+    backup = backup_path(real, backup_dir)
     try:
-        _install_with_backup(path, plan, first, backup)
+        _install_with_backup(real, plan, first, backup, copy=first.st_nlink > 1)
     except PruneRefused as exc:
-        return PruneResult(str(path), "refused", plan.to_dict(), reason=str(exc))
-    problem_after = check_file(path, plan, backup, plan.entries)
+        return outcome("refused", plan.to_dict(), reason=str(exc))
+    problem_after = check_file(real, plan, backup, plan.entries)
     if problem_after:
-        restore(backup, path, force=True, min_age=0)
-        return PruneResult(str(path), "failed", plan.to_dict(), str(backup),
+        restore(backup, real, force=True, min_age=0)
+        return outcome("failed", plan.to_dict(), str(backup),
                            reason=f"check after writing failed ({problem_after}); the original was put back")
-    return PruneResult(str(path), "pruned", plan.to_dict(), str(backup))
+    _make_private(backup)
+    return outcome("pruned", plan.to_dict(), str(backup), reason=links)
 
 
-def _install_with_backup(path: Path, plan: PrunePlan, stat: os.stat_result, backup: Path) -> None:
+def _install_with_backup(path: Path, plan: PrunePlan, stat: os.stat_result, backup: Path, copy: bool) -> None:
     def unchanged() -> None:
         if not _same_file(path, plan.size, plan.mtime_ns):
             raise PruneRefused("the file changed while it was being rewritten (a live session?)")
@@ -652,7 +707,7 @@ def _install_with_backup(path: Path, plan: PrunePlan, stat: os.stat_result, back
     def produce(fd: int) -> None:
         _write_new(plan, fd)
         unchanged()
-        _make_backup(path, backup)
+        _make_backup(path, backup, copy)
 
     try:
         _install(path, produce, stat, keep_mtime=True, guard=unchanged)
@@ -662,19 +717,35 @@ def _install_with_backup(path: Path, plan: PrunePlan, stat: os.stat_result, back
         raise
 
 
-def _make_backup(path: Path, backup: Path) -> None:
+def _make_backup(path: Path, backup: Path, copy: bool) -> None:
+    """The original bytes under the backup name: the original inode itself (a hard link, no copy) when this is
+    its only name, so that after the rename the backup is its only name; otherwise (other hard links, which pi
+    could still append to, or another file system) a private copy."""
     if backup.exists():
         raise PruneRefused(f"backup {backup} already exists")
-    backup.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(path, backup)  # the original inode itself: no copy, same bytes, permissions and mtime
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-            raise
-        shutil.copy2(path, backup)
-        with backup.open("rb") as handle:
-            os.fsync(handle.fileno())
+    private_dir(backup.parent)
+    if not copy:
+        try:
+            os.link(path, backup)
+            _fsync_dir(backup.parent)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+    with path.open("rb") as source, open_private(backup, "xb") as out:
+        stat = os.fstat(source.fileno())
+        _copy(source.fileno(), out.fileno(), 0, stat.st_size, 0)
+        os.utime(out.fileno(), ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        os.fsync(out.fileno())
     _fsync_dir(backup.parent)
+
+
+def _make_private(backup: Path) -> None:
+    """A linked backup is 0600 once the rename left it the inode's only name (before that, the mode belonged to
+    the live session file too). Not for someone else's file, nor for an inode another name still shares."""
+    stat = backup.stat()
+    if stat.st_nlink == 1 and stat.st_uid == os.geteuid():
+        os.chmod(backup, PRIVATE_FILE)
 
 
 def original_for(backup: Path) -> Path:
@@ -686,10 +757,12 @@ def original_for(backup: Path) -> Path:
 
 def restore(backup: Path, target: Path | None = None, *, force: bool = False, min_age: float = 1800.0,
             now: float | None = None) -> Path:
-    """Put a backup's bytes (and mtime and permissions) back at ``target``, atomically."""
+    """Put a backup's bytes and mtime back at ``target`` (through a symlink, at the link's target), atomically.
+    The file keeps the permissions and owner it has (the pruned file was given the original's; the backup itself
+    is private); a target that no longer exists gets the backup's."""
     if not backup.is_file():
         raise UsageError(f"no such backup: {backup}")
-    target = target or original_for(backup)
+    target = Path(os.path.realpath(target or original_for(backup)))
     if target.exists() and not force:
         age = (now if now is not None else time.time()) - target.stat().st_mtime
         if age < min_age:
@@ -700,7 +773,7 @@ def restore(backup: Path, target: Path | None = None, *, force: bool = False, mi
         with backup.open("rb") as source:
             _copy(source.fileno(), fd, 0, stat.st_size, 0)
 
-    _install(target, produce, stat, keep_mtime=True)
+    _install(target, produce, stat, keep_mtime=True, perms=target.stat() if target.exists() else None)
     return target
 
 

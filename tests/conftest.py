@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.cli import cli
+from hindsight_batch.config.families import ENV_NAMES
 
 pytest_plugins = ["tests.server"]  # the real Hindsight server fixtures
 
@@ -32,7 +33,8 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     for name in ("HINDSIGHT_API_KEY", "HINDSIGHT_BASE_URL", "HINDSIGHT_API_URL", "HINDSIGHT_BANK_ID",
                  "HINDSIGHT_USER_BANK_ID", "HINDSIGHT_USER_RETAIN_MODE", "HINDSIGHT_PROJECT_NAME",
-                 "HINDSIGHT_REDACTION_POLICY", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"):
+                 "HINDSIGHT_REDACTION_POLICY", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
+                 *ENV_NAMES, "HINDSIGHT_QUEUE_ROOT"):
         monkeypatch.delenv(name, raising=False)
     yield home
 

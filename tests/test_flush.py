@@ -252,3 +252,32 @@ def test_the_lock_excludes_other_processes(tmp_path: Path) -> None:
         worker.join(60)
     assert [w.exitcode for w in workers] == [0, 0, 0, 0]
     assert (tmp_path / "counter").read_text() == "160"  # no two holders ever overlapped
+
+
+@pytest.mark.parametrize("marker", ["hindsight_memories", "hindsight-memory", "hindsight-mental-models",
+                                    "mental_models"])
+def test_memory_spliced_into_the_middle_of_queued_text_is_dead_lettered_never_sent(
+    tmp_path: Path, marker: str
+) -> None:
+    block = f"<{marker}>RECALLED-MID {marker}</{marker}>"
+    queue = write_queue(project_queue(tmp_path), [
+        job("b", "d1", "clean turn", mode="replace"),
+        job("b", "d2", f"the user asked about caching {block} and the assistant answered", mode="replace"),
+        {**job("b", "d3", "clean content", mode="replace"), "item": {"content": "clean content",
+                                                                     "context": f"pi session {block} tail"}},
+        job("b", "d4", f"unclosed at the end: {block[: -len(marker) - 3]}", mode="replace"),
+    ])
+    sent: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, json={"operation_id": json.loads(request.content)["operation_id"]})
+
+    client = HindsightClient("http://127.0.0.1:9", transport=httpx.MockTransport(handler), max_attempts=1)
+    report = QueueFlusher(client, Redactor(b"k"), Upload()).flush(queue)
+    assert (report.sent, report.dead_lettered, report.left) == (1, 3, 0)
+    assert sent and all(b"RECALLED-MID" not in body for body in sent)
+    assert [item["document_id"] for body in sent for item in json.loads(body)["items"]] == ["d1"]
+    dead = [json.loads(line) for line in (queue.parent / "retain-queue.dead.jsonl").read_text().splitlines()]
+    assert len(dead) == 3 and all("S1" in json.dumps(record) for record in dead)
+    assert read_queue(queue).jobs == []

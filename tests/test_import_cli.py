@@ -170,20 +170,23 @@ def test_tags_scopes_and_metadata(runner: CliRunner, tmp_path: Path) -> None:
     row = rows[0]
     assert row["bank_id"] == "acme-bank" and row["document_id"] == "pi-import:s-42:project:main:w0000"
     for tag in ("harness:pi", "session:s-42", "parent:s-42", f"cwd:{project}", "basedir:acme",
-                "project:acme-core", "store_method:import", "team:acme"):
+                "project:acme-core", "store_method:import"):
         assert tag in row["tags"]
+    # As hindsight-pi: constantTags are not expanded at all; in observationScopes a whole-tag placeholder is.
+    assert "team:{basedir}" in row["tags"] and "{project}" in row["tags"] and "team:acme" not in row["tags"]
     assert row["observation_scopes"] == [["project:acme-core"], ["session:s-42", "harness:pi"]]
     assert row["decision"]["route"] == "project" and row["status"] == "planned"
 
 
-def test_unknown_placeholder_is_a_configuration_error(runner: CliRunner, tmp_path: Path) -> None:
+def test_placeholders_expand_whole_tags_only_as_the_extension_does(runner: CliRunner, tmp_path: Path) -> None:
     project = tmp_path / "p"
     (project / ".hindsight").mkdir(parents=True)
-    (project / ".hindsight" / "config.json").write_text(json.dumps({"observationScopes": [["{branch}"]]}))
-    b = SessionBuilder(cwd=str(project))
+    (project / ".hindsight" / "config.json").write_text(json.dumps(
+        {"observationScopes": [["{branch}", "team-{project}", "{project}", "{cwd}"]]}))
+    b = SessionBuilder(cwd=str(project) + "/")
     b.user("hello there")
-    result = invoke(runner, "import", str(b.write(tmp_path / "s" / "a.jsonl")))
-    assert result.exit_code == 3 and "{branch}" in result.stderr and "observationScopes[0][0]" in result.stderr
+    rows, _ = run_import(runner, tmp_path, str(b.write(tmp_path / "s" / "a.jsonl")))
+    assert rows[0]["observation_scopes"] == [["{branch}", "team-{project}", "project:p", f"cwd:{project}"]]
 
 
 def test_filters_by_cwd_and_since(runner: CliRunner, tmp_path: Path) -> None:
@@ -228,8 +231,10 @@ def test_ledger_records_runs_sources_and_manifest_rows(runner: CliRunner, tmp_pa
 
 def routed_session(tmp_path: Path, mode: str) -> Path:
     project = tmp_path / "proj"
-    (project / ".hindsight").mkdir(parents=True, exist_ok=True)
-    (project / ".hindsight" / "config.json").write_text(json.dumps({
+    project.mkdir(parents=True, exist_ok=True)
+    # The user's own file: a per-project one may not switch userRetain.mode or name the User Bank (issue 17).
+    (tmp_path / "home" / ".hindsight").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "home" / ".hindsight" / "config.json").write_text(json.dumps({
         "userRetain": {"mode": mode}, "import": {"turnsPerChunk": 1},
         "banks": {"project": {"bankId": "proj-bank"}, "user": {"bankId": "user-bank", "enabled": True}},
     }))
@@ -348,3 +353,28 @@ def test_s7_prompt_text_is_never_policy(runner: CliRunner, tmp_path: Path) -> No
     rows, summary = run_import(runner, tmp_path, str(b.write(tmp_path / "s" / "a.jsonl")), "--include-content")
     assert summary["messages_kept"] == 2 and "#nomem #skip" in rows[0]["content"]
     assert rows[0]["bank_role"] == "project"  # "#global" routes nothing anywhere
+
+
+@pytest.mark.parametrize("custom_type", ["hindsight-recall-v2", "hindsight-memory", "hindsightContext",
+                                         "Hindsight-Status"])
+def test_s1_every_hindsight_custom_type_in_both_shapes_stays_out_even_with_include_content(
+    runner: CliRunner, tmp_path: Path, custom_type: str
+) -> None:
+    """The README promises every `hindsight…` custom type, not only `hindsight-recall`; retainCustomTypes ["*"]
+    (keep every custom message) must not let one through."""
+    b = SessionBuilder(cwd=str(tmp_path))
+    b.user("what did we decide about the cache?")
+    b.entry("custom_message", customType=custom_type, content=f"LEAK-{custom_type}-as-custom-message", display=False)
+    b.message("custom", f"LEAK-{custom_type}-as-role-custom", customType=custom_type, display=False)
+    b.message("custom", [{"type": "text", "text": f"LEAK-{custom_type}-blocks"}], customType=custom_type)
+    b.entry("custom_message", customType="team-notes", content="KEEP-other-custom-type", display=True)
+    b.assistant("we keep the write-through cache")
+    path = b.write(tmp_path / "s.jsonl")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"import": {"retainCustomTypes": ["*"]}}))
+    rows, summary = run_import(runner, tmp_path, str(path), "--include-content", "--config", str(config))
+    assert rows and all(r.get("content") is not None for r in rows)
+    everything = (tmp_path / "out.jsonl").read_text()
+    assert "KEEP-other-custom-type" in everything and "write-through cache" in everything  # retained as asked
+    assert "LEAK-" not in everything
+    assert summary["messages_dropped"]["recall"] == 3

@@ -142,7 +142,7 @@ def tree(tmp_path: Path) -> tuple[SessionBuilder, dict[str, str]]:
     return b, ids
 
 
-def test_children_compaction_label_and_branch_summary_are_relinked(tmp_path: Path) -> None:
+def test_children_compaction_and_branch_summary_are_relinked_and_a_label_on_recall_dropped(tmp_path: Path) -> None:
     b, ids = tree(tmp_path)
     path = b.write(tmp_path / "s.jsonl")
     original_lines = path.read_bytes().split(b"\n")
@@ -153,8 +153,8 @@ def test_children_compaction_label_and_branch_summary_are_relinked(tmp_path: Pat
     assert entries[ids["a1"]]["parentId"] == ids["u1"] and entries[ids["side"]]["parentId"] == ids["u1"]
     assert entries[ids["u2"]]["parentId"] == ids["a1"]
     assert entries[ids["comp"]]["firstKeptEntryId"] == ids["u2"]  # the next surviving entry on its path
-    assert entries[ids["label"]]["targetId"] == ids["u1"]
-    assert entries[ids["bs"]]["fromId"] == ids["a1"]
+    assert ids["label"] not in entries and result.plan["drop_labels"] == [ids["label"]]  # its target is gone
+    assert entries[ids["bs"]]["fromId"] == ids["a1"] and entries[ids["bs"]]["parentId"] == ids["comp"]
     new_lines = path.read_bytes().split(b"\n")
     changed = {ids["a1"], ids["side"], ids["u2"], ids["comp"], ids["label"], ids["bs"]}
     untouched = [line for line in original_lines
@@ -270,11 +270,12 @@ def test_permissions_and_mtime_are_kept_and_restore_round_trips(runner: CliRunne
     assert result.exit_code == 0, result.stderr
     assert path.stat().st_mtime_ns == 1_700_000_000_123_456_789 and path.stat().st_mode & 0o777 == 0o640
     backup = next((tmp_path / "bk").iterdir())
-    assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o640
+    assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o600  # private, see fsutil
     pruned = path.read_bytes()
     restored = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--to", str(path), "--force")
     assert restored.exit_code == 0, restored.stderr
     assert path.read_bytes() == original and path.stat().st_mtime_ns == 1_700_000_000_123_456_789
+    assert path.stat().st_mode & 0o777 == 0o640  # the session file's own mode, not the backup's
     assert pruned != original
     # Without --to, a backup beside the file knows where it belongs.
     beside = confirm(path)
@@ -354,3 +355,182 @@ def test_a_parent_cycle_through_a_recall_entry_becomes_a_root_not_a_self_loop(tm
     assert result.status == "pruned", result.reason
     lines = [json.loads(line) for line in path.read_bytes().split(b"\n")[1:] if line]
     assert [(e["id"], e["parentId"]) for e in lines] == [("x", None), ("z", "x")]
+
+
+# -- labels: pi's rule ---------------------------------------------------------------------------------------------
+
+def pi_labels(path: Path) -> dict[Any, str]:
+    """The label pi shows for each entry id, by pi's own rule (pi-coding-agent 0.73.1, dist/core/session-manager.js,
+    ``_buildIndex``): label entries are read in file order, the last one for a ``targetId`` wins, and one with an
+    empty label clears it. A ``targetId`` no entry has is kept in that map but never shown."""
+    labels: dict[Any, str] = {}
+    for line in path.read_bytes().split(b"\n")[1:]:
+        obj = _object(line)
+        if obj is None or obj.get("type") != "label":
+            continue
+        if obj.get("label"):
+            labels[obj.get("targetId")] = obj["label"]
+        else:
+            labels.pop(obj.get("targetId"), None)
+    return labels
+
+
+def shown_labels(path: Path) -> dict[str, str]:
+    """The labels pi actually shows: those whose target is an entry of the file."""
+    ids = {n.id for n in read_session(path).entries}
+    return {target: label for target, label in pi_labels(path).items() if target in ids}
+
+
+def question_recall_answer() -> tuple[SessionBuilder, str, str]:
+    """u1, recall r1 (child of u1), a1 (child of r1)."""
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.raw(recall_line(1, "r1", u1))
+    b.leaf = "r1"
+    return b, u1, b.assistant("answer")
+
+
+def test_a_label_on_removed_recall_never_overwrites_the_users_label_on_another_entry(tmp_path: Path) -> None:
+    b, u1, a1 = question_recall_answer()
+    b.entry("label", targetId=u1, label="mine")  # the user's own label on u1
+    b.entry("label", targetId="r1", label="recall bookmark")  # later: pi shows the last one for a target
+    b.user("next")
+    path = b.write(tmp_path / "s.jsonl")
+    before = shown_labels(path)
+    assert before == {u1: "mine", "r1": "recall bookmark"}
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert shown_labels(path) == {u1: "mine"}  # unchanged for every surviving entry
+    assert pi_labels(path) == {u1: "mine"}  # and nothing left pointing anywhere
+    assert result.plan["drop_labels"] == ["e4"] and json.loads(path.read_bytes().split(b"\n")[-2])["parentId"] == "e3"
+    assert a1 in {n.id for n in active_path(read_session(path).entries)}
+
+
+def test_a_label_on_a_first_entry_recall_is_dropped_and_reported_not_left_without_target(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    b = SessionBuilder()
+    b.raw(recall_line(2, "r0", None))  # recall as the very first entry (a root)
+    b.leaf = "r0"
+    u1 = b.user("question")
+    b.entry("label", targetId="r0", label="start")
+    b.entry("label", targetId="r0", label="")  # a cleared label on it too
+    lab = b.entry("label", targetId="e3", label="label on a label")  # on the dropped label: goes as well
+    b.assistant("answer")
+    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    result = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.output)["files"][0]
+    assert report["remove"] == ["r0"] and report["drop_labels"] == ["e2", "e3", lab]
+    assert pi_labels(path) == {}  # no label with a missing targetId (pi would key it by undefined)
+    assert all("targetId" in obj for obj in map(_object, path.read_bytes().split(b"\n")[1:])
+               if obj and obj.get("type") == "label")
+    session = read_session(path)
+    assert [n.id for n in active_path(session.entries)] == [u1, "e5"]
+    human = invoke(runner, "prune-recall-messages", str(tmp_path / "sessions"))
+    assert "clean 1" in human.stderr  # a second look finds nothing left to do
+
+
+def test_a_label_that_is_the_active_leaf_is_neutralised_when_removing_it_would_move_pi(tmp_path: Path) -> None:
+    b, u1, a1 = question_recall_answer()
+    b.user("a side branch", parent=u1)  # written after a1; then the user went back to a1 and labelled r1
+    label = b.entry("label", parent=a1, targetId="r1", label="here")
+    path = b.write(tmp_path / "s.jsonl")
+    before = [n.id for n in active_path(read_session(path).entries)]
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert result.plan["neutralise"] == [label] and pi_labels(path) == {}
+    last = json.loads(path.read_bytes().split(b"\n")[-2])
+    assert last == {**last, "type": "custom", "customType": "hindsight-label-pruned", "id": label, "parentId": a1}
+    assert [n.id for n in active_path(read_session(path).entries)] == [i for i in before if i != "r1"]
+
+
+@pytest.mark.parametrize("sample", sorted(p for p in SAMPLES.glob("*/*.jsonl") if p.stat().st_size))
+def test_every_label_pi_shows_on_a_surviving_entry_is_unchanged(tmp_path: Path, sample: Path) -> None:
+    path = tmp_path / sample.name
+    path.write_bytes(sample.read_bytes())
+    before = shown_labels(path)
+    assert confirm(path).status in ("pruned", "clean")
+    ids = {n.id for n in read_session(path).entries}
+    assert shown_labels(path) == {k: v for k, v in before.items() if k in ids}
+    assert set(pi_labels(path)) <= ids  # no label left pointing at a removed entry
+
+
+# -- links ---------------------------------------------------------------------------------------------------------
+
+def test_a_symlinked_session_is_pruned_at_its_target_and_the_link_stays_a_link(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    b, _ = tree(tmp_path)
+    real = b.write(tmp_path / "elsewhere" / "real.jsonl")
+    old = time.time() - 7200
+    os.utime(real, (old, old))
+    original = real.read_bytes()
+    link = tmp_path / "sessions" / "--x--" / "s.jsonl"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    result = invoke(runner, "prune-recall-messages", str(tmp_path / "sessions"), "--confirm", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.output)["files"][0]
+    assert report["status"] == "pruned" and (report["file"], report["target"]) == (str(link), str(real))
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert b"PRUNE-ME" not in real.read_bytes() and real.stat().st_mtime == old
+    backup = Path(report["backup"])
+    assert backup.parent == real.parent and backup.read_bytes() == original  # beside the real file
+    assert list(link.parent.iterdir()) == [link]  # nothing written beside the link
+    # --restore through the link puts the bytes back into the real file; the link is still a link.
+    restored = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--to", str(link), "--force")
+    assert restored.exit_code == 0, restored.stderr
+    assert link.is_symlink() and real.read_bytes() == original
+
+
+def test_a_hard_linked_session_is_refused_unless_forced_and_the_other_name_keeps_the_original(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "s.jsonl")
+    other = tmp_path / "other-name.jsonl"
+    os.link(path, other)
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    original = path.read_bytes()
+    preview = invoke(runner, "prune-recall-messages", str(path))
+    assert preview.exit_code == 0 and "1 other hard link(s)" in preview.stderr
+    refused = invoke(runner, "prune-recall-messages", str(path), "--confirm")
+    assert refused.exit_code == 1 and "refused" in refused.stderr and "other hard link" in refused.stderr
+    assert path.read_bytes() == original and path.stat().st_ino == other.stat().st_ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "other-name.jsonl", "s.jsonl"]
+    forced = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--force", "--json")
+    assert forced.exit_code == 0, forced.stderr
+    report = json.loads(forced.output)["files"][0]
+    assert report["status"] == "pruned" and "this name only" in report["reason"]
+    assert b"PRUNE-ME" not in path.read_bytes() and path.stat().st_nlink == 1
+    assert other.read_bytes() == original and other.stat().st_nlink == 1  # the other name: the old file, as it was
+    backup = Path(report["backup"])
+    assert backup.read_bytes() == original and backup.stat().st_ino != other.stat().st_ino  # a copy, not a link
+    assert backup.stat().st_mode & 0o777 == 0o600
+    with other.open("a") as live:  # pi appending under the other name never changes the backup
+        live.write("{}\n")
+    assert backup.read_bytes() == original
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_backups_are_private_whatever_the_umask_and_the_session_keeps_its_mode(tmp_path: Path, umask: int) -> None:
+    old_umask = os.umask(umask)
+    try:
+        b, _ = tree(tmp_path)
+        path = b.write(tmp_path / "s.jsonl")
+        path.chmod(0o644)
+        beside = confirm(path)
+        backup_dir = tmp_path / "new" / "backups"
+        path.write_bytes(Path(beside.backup or "").read_bytes())
+        elsewhere = confirm(path, backup_dir=backup_dir)
+    finally:
+        os.umask(old_umask)
+    assert beside.status == elsewhere.status == "pruned"
+    for result in (beside, elsewhere):
+        assert Path(result.backup or "").stat().st_mode & 0o777 == 0o600
+    assert backup_dir.stat().st_mode & 0o777 == 0o700
+    assert path.stat().st_mode & 0o777 == 0o644  # the session file itself is pi's: its mode is kept

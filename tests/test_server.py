@@ -184,9 +184,10 @@ def test_router_mode_writes_both_banks(
     monkeypatch.setenv("HINDSIGHT_BASE_URL", hindsight_server.url)
     path = routed_session(tmp_path, "router")
     suffix = uuid.uuid4().hex[:8]
-    config = json.loads((tmp_path / "proj" / ".hindsight" / "config.json").read_text())
+    home_config = tmp_path / "home" / ".hindsight" / "config.json"
+    config = json.loads(home_config.read_text())
     config["banks"] = {"project": {"bankId": f"proj-{suffix}"}, "user": {"bankId": f"user-{suffix}", "enabled": True}}
-    (tmp_path / "proj" / ".hindsight" / "config.json").write_text(json.dumps(config))
+    home_config.write_text(json.dumps(config))
     result = invoke(runner, "import", str(path), "--apply", "--wait", "--state", str(tmp_path / "s"))
     assert result.exit_code == 0, result.stderr
     with hindsight_server.client() as client:

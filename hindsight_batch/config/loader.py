@@ -1,14 +1,22 @@
 """Resolve the configuration for one session cwd, remembering where every value came from.
 
-Order, later wins (SPEC §3.4): built-in defaults; ``~/.hindsight/config.json|toml``; ``.hindsight/config.json|toml``
-in each folder from the filesystem root down to the session's cwd; ``--config FILE``; ``HINDSIGHT_*`` variables;
-command-line flags. Objects merge key by key; lists and scalars replace.
+Order, later wins: built-in defaults; the home layer (``~/.hindsight/config.toml``, ``~/.hindsight/config.json``,
+``~/.pi/agent/hindsight.json|jsonc``); per-project files (``.hindsight/config.toml|json`` in each folder from the
+filesystem root down to the session's cwd, then ``<cwd>/.pi/hindsight.json|jsonc``); ``--config FILE``; the
+environment; command-line flags. Objects merge key by key; lists and scalars replace; a ``host.pi`` value replaces
+the whole key, as hindsight-pi merges it.
+
+Layers have powers (issue 17): a per-project file, which any cloned repository can carry, shapes its project's
+retention and names its project bank, but a key that would change the server or credentials, the User Bank,
+``userRetain.mode``, the routing strategy or redaction is ignored there with a warning naming the file and the key.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,24 +25,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hindsight_batch.config import families
 from hindsight_batch.config.model import EXTENSION_ONLY_KEYS, Settings
 from hindsight_batch.errors import ConfigError
 
 DEFAULT_SOURCE = "default"
+HOME, PROJECT, GLOBAL = "home", "project", "global"
 
-# Variables this tool reads, and the config key each one sets. Other HINDSIGHT_* variables (the server's own
-# HINDSIGHT_API_* settings, for instance) are none of our business and are left alone.
-ENV_KEYS: dict[str, str] = {
-    "HINDSIGHT_BASE_URL": "baseUrl",
-    "HINDSIGHT_API_URL": "baseUrl",
-    "HINDSIGHT_API_KEY": "apiKey",
-    "HINDSIGHT_PROJECT_NAME": "projectName",
-    "HINDSIGHT_BANK_ID": "banks.project.bankId",
-    "HINDSIGHT_USER_BANK_ID": "banks.user.bankId",
-    "HINDSIGHT_USER_RETAIN_MODE": "userRetain.mode",
-    "HINDSIGHT_REDACTION_POLICY": "redaction.policy",
+# What a per-project file may not set (dotted prefixes of this tool's keys), and why, for the warning.
+PROJECT_FORBIDDEN: dict[str, str] = {
+    "baseUrl": "the server", "apiKey": "credentials", "banks.user": "the User Bank",
+    "userRetain": "userRetain.mode", "routing": "the routing strategy", "redaction": "redaction",
+    "extension": "whose bank rule applies",
 }
-# Legacy spellings, renamed before merging so that a value's origin is still reported.
+# Legacy spellings of this tool's own keys, renamed before merging so that a value's origin is still reported.
 _LEGACY = {("globalRetain",): ("userRetain",), ("banks", "global"): ("banks", "user")}
 
 
@@ -42,6 +46,11 @@ _LEGACY = {("globalRetain",): ("userRetain",), ("banks", "global"): ("banks", "u
 class Layer:
     source: str
     data: dict[str, Any]
+    kind: str = GLOBAL
+    written_as: Mapping[str, str] = field(default_factory=dict)
+    whole: frozenset[str] = frozenset()
+    families: frozenset[str] = frozenset()
+    unused: tuple[str, ...] = ()
 
 
 @dataclass
@@ -49,7 +58,10 @@ class ResolvedConfig:
     settings: Settings
     origins: dict[str, str]
     files: list[Path] = field(default_factory=list)
-    ignored_keys: list[str] = field(default_factory=list)
+    ignored_keys: list[str] = field(default_factory=list)  # extension keys this tool accepts and does not use
+    family: str = "none"  # whose configuration was found: hindsight-pi, pi-hindsight or none
+    family_files: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # per-project keys ignored (layer powers)
 
     def origin(self, dotted: str) -> str:
         """Where ``dotted`` (or its nearest set parent) came from."""
@@ -69,21 +81,37 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[last] = value
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
+def _parse(path: Path, jsonc: bool = False) -> dict[str, Any]:
+    """JSON, TOML, or (pi-hindsight's files) JSON with comments and trailing commas."""
     label = str(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(label, "(file)", f"cannot read: {exc.strerror}") from exc
+    kind = "TOML" if path.suffix == ".toml" else "JSONC" if jsonc else "JSON"
     try:
-        if path.suffix == ".toml":
-            data: Any = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        if kind == "TOML":
+            try:
+                data: Any = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                data = families.flat_toml(text)
+                if data is None:
+                    raise
+        elif kind == "JSONC":
+            data = json.loads(families.strip_jsonc(text))
         else:
-            data = json.loads(raw)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(label, "(file)", f"not valid {path.suffix[1:].upper()}: {exc}") from exc
+            data = json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ConfigError(label, "(file)", f"not valid {kind}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(label, "(file)", "the top level must be an object")
+    return data
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A file of this tool's own shape (``--config``, ``.hindsight/config.*``), legacy keys renamed."""
+    data = _parse(path)
     for old, new in _LEGACY.items():
         node: dict[str, Any] = data
         for part in old[:-1]:
@@ -98,25 +126,58 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merge(into: dict[str, Any], layer: Mapping[str, Any], source: str, origins: dict[str, str], prefix: str) -> None:
-    for key, value in layer.items():
+def _merge(into: dict[str, Any], layer: Layer, data: Mapping[str, Any], origins: dict[str, str], prefix: str) -> None:
+    for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value, source, origins, dotted + ".")
+        if dotted in layer.whole:
+            for old in [k for k in origins if k.startswith(dotted + ".")]:
+                del origins[old]
+            into[key] = value
+            origins[dotted] = _label(layer, dotted)
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], layer, value, origins, dotted + ".")
         elif isinstance(value, dict):
             into[key] = {}
-            _merge(into[key], value, source, origins, dotted + ".")
+            _merge(into[key], layer, value, origins, dotted + ".")
         else:
             into[key] = value
-            origins[dotted] = source
+            origins[dotted] = _label(layer, dotted)
 
 
-def _files_in(folder: Path) -> list[Path]:
-    return [p for p in (folder / "config.json", folder / "config.toml") if p.is_file()]
+def _label(layer: Layer, dotted: str) -> str:
+    written = layer.written_as.get(dotted)
+    return f"{layer.source} ({written})" if written and written != dotted else layer.source
+
+
+def _restrict(layer: Layer) -> tuple[Layer, list[str]]:
+    """A per-project layer without the keys it has no power over, and one warning per key dropped."""
+    data = copy.deepcopy(layer.data)
+    warnings = []
+    for prefix, what in PROJECT_FORBIDDEN.items():
+        *parents, last = prefix.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node:
+            del node[last]
+            shown = layer.written_as.get(prefix) or next(
+                (w for k, w in layer.written_as.items() if k.startswith(prefix + ".")), prefix)
+            warnings.append(f"{layer.source}: {shown} ignored: a per-project file cannot set {what} "
+                            "(only your own files, --config, the environment and flags can)")
+    return Layer(layer.source, data, layer.kind, layer.written_as, layer.whole, layer.families, layer.unused), warnings
+
+
+def _pick(base: Path) -> Path | None:
+    """pi-hindsight's ``<base>.json``, else ``<base>.jsonc``."""
+    for suffix in (".json", ".jsonc"):
+        path = base.with_name(base.name + suffix)
+        if path.is_file():
+            return path
+    return None
 
 
 class ConfigResolver:
-    """Builds :class:`ResolvedConfig` per session cwd, with the global layers read once."""
+    """Builds :class:`ResolvedConfig` per session cwd, with every file read once."""
 
     def __init__(
         self,
@@ -126,56 +187,106 @@ class ConfigResolver:
         home: Path | None = None,
     ) -> None:
         self._env = dict(os.environ if env is None else env)
-        self._home = home if home is not None else Path(self._env.get("HOME") or Path.home())
+        self._home = home if home is not None else Path(families.home_of(self._env))
         self._flags = dict(flags or {})
         self._config_file = config_file
         self._cache: dict[str, ResolvedConfig] = {}
-        self._file_cache: dict[Path, dict[str, Any]] = {}
+        self._file_cache: dict[Path, Layer] = {}
+        self._warned: set[str] = set()
 
-    def _file(self, path: Path) -> dict[str, Any]:
+    @property
+    def env(self) -> dict[str, str]:
+        return self._env
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every per-project key ignored so far (layer powers), once each."""
+        return sorted(self._warned)
+
+    def _dir_layer(self, path: Path, kind: str) -> Layer:
         if path not in self._file_cache:
-            self._file_cache[path] = read_config_file(path)
+            data = read_config_file(path)
+            translated = families.translate_hindsight_dir_file(data, str(path))
+            self._file_cache[path] = self._layer(path, kind, translated)
         return self._file_cache[path]
 
-    def config_files(self, cwd: str | None) -> list[Path]:
-        files = _files_in(self._home / ".hindsight")
+    def _pi_layer(self, path: Path, kind: str) -> Layer:
+        if path not in self._file_cache:
+            translated = families.translate_pi_hindsight_file(_parse(path, jsonc=True), str(path))
+            self._file_cache[path] = self._layer(path, kind, translated)
+        return self._file_cache[path]
+
+    def _layer(self, path: Path, kind: str, translated: families.Translated) -> Layer:
+        if "apiKey" in translated.data:
+            translated.data["apiKey"] = families.api_key_reference(translated.data["apiKey"], str(path), self._env)
+        return Layer(str(path), translated.data, kind, translated.written_as, frozenset(translated.whole),
+                     frozenset(translated.families), tuple(translated.unused))
+
+    def file_layers(self, cwd: str | None) -> list[Layer]:
+        home_dir = self._home / ".hindsight"
+        layers = [self._dir_layer(p, HOME) for p in _dir_files(home_dir)]
+        home_pi = _pick(self._home / ".pi" / "agent" / "hindsight")
+        if home_pi is not None:
+            layers.append(self._pi_layer(home_pi, HOME))
         if cwd:
             here = Path(cwd)
             for folder in [*reversed(here.parents), here]:
-                files.extend(p for p in _files_in(folder / ".hindsight") if p not in files)
+                if folder / ".hindsight" == home_dir:
+                    continue
+                layers.extend(self._dir_layer(p, PROJECT) for p in _dir_files(folder / ".hindsight"))
+            project_pi = _pick(here / ".pi" / "hindsight")
+            if project_pi is not None:
+                layers.append(self._pi_layer(project_pi, PROJECT))
         if self._config_file is not None:
             if not self._config_file.is_file():
                 raise ConfigError(str(self._config_file), "(file)", "no such file")
-            files.append(self._config_file)
-        return files
+            layers.append(self._dir_layer(self._config_file, GLOBAL))
+        return layers
 
     def layers(self, cwd: str | None) -> list[Layer]:
-        layers = [Layer(str(path), self._file(path)) for path in self.config_files(cwd)]
-        for name, dotted in ENV_KEYS.items():
-            value = self._env.get(name)
-            if value:
-                data: dict[str, Any] = {}
-                _set_dotted(data, dotted, value)
-                layers.append(Layer(f"env {name}", data))
+        layers = self.file_layers(cwd)
+        for name, data in families.env_layer(self._env):
+            marker = families.ENV_FAMILY_MARKERS.get(name)
+            layers.append(Layer(f"env {name}", data, families=frozenset([marker] if marker else [])))
         for dotted, value in self._flags.items():
             if value is not None:
-                data = {}
-                _set_dotted(data, dotted, value)
-                layers.append(Layer(f"flag ({dotted})", data))
+                flag: dict[str, Any] = {}
+                _set_dotted(flag, dotted, value)
+                layers.append(Layer(f"flag ({dotted})", flag))
         return layers
 
     def for_cwd(self, cwd: str | None) -> ResolvedConfig:
         key = cwd or ""
         if key not in self._cache:
-            self._cache[key] = resolve(self.layers(cwd))
+            resolved = resolve(self.layers(cwd))
+            for warning in resolved.warnings:
+                if warning not in self._warned:
+                    self._warned.add(warning)
+                    print(f"hindsight-batch: warning: {warning}", file=sys.stderr)
+            self._cache[key] = resolved
         return self._cache[key]
+
+
+def _dir_files(folder: Path) -> list[Path]:
+    # hindsight-pi reads the TOML file first, then the JSON file (which wins).
+    return [p for p in (folder / "config.toml", folder / "config.json") if p.is_file()]
 
 
 def resolve(layers: list[Layer]) -> ResolvedConfig:
     merged: dict[str, Any] = {}
     origins: dict[str, str] = {}
+    warnings: list[str] = []
+    unused: list[str] = []
+    found: dict[str, list[str]] = {}
+    found_in_projects: dict[str, list[str]] = {}
     for layer in layers:
-        _merge(merged, layer.data, layer.source, origins, "")
+        if layer.kind == PROJECT:
+            layer, dropped = _restrict(layer)
+            warnings += dropped
+        _merge(merged, layer, layer.data, origins, "")
+        unused += [f"{layer.source}: {key}" for key in layer.unused]
+        for family in layer.families:
+            (found_in_projects if layer.kind == PROJECT else found).setdefault(family, []).append(layer.source)
     ignored = sorted(k for k in merged if k in EXTENSION_ONLY_KEYS)
     for key in ignored:
         del merged[key]
@@ -190,4 +301,21 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
             message = "unknown key (check the spelling; unknown keys are never ignored)"
         raise ConfigError(resolved.origin(dotted), dotted or "(top level)", message) from None
     files = [Path(layer.source) for layer in layers if not layer.source.startswith(("env ", "flag "))]
-    return ResolvedConfig(settings, origins, files, ignored)
+    # Your own files decide whose configuration is in use; a project's files only where yours say nothing, so a
+    # cloned repository carrying the other extension's file does not change the rule (or stop the run).
+    family = _family(settings, found or found_in_projects)
+    for name, sources in found_in_projects.items():
+        found.setdefault(name, []).extend(sources)
+    return ResolvedConfig(settings, origins, files, ignored + unused, family, found, warnings)
+
+
+def _family(settings: Settings, found: dict[str, list[str]]) -> str:
+    """Whose bank rule applies: the ``extension`` key, else the one extension whose configuration was found."""
+    if settings.extension != "auto":
+        return settings.extension
+    if len(found) > 1:
+        where = "; ".join(f"{name}: {', '.join(dict.fromkeys(files))}" for name, files in sorted(found.items()))
+        raise ConfigError(where, "extension",
+                          "both extensions' configuration was found; set \"extension\" to hindsight-pi or "
+                          "pi-hindsight in ~/.hindsight/config.json or --config")
+    return next(iter(found), "none")

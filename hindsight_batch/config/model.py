@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 
 BlockType = Literal["text", "thinking", "toolCall", "image"]
 UserRetainMode = Literal["explicit-only", "router"]
+BankStrategy = Literal["per-repo", "per-directory", "git-branch", "pi-session", "global", "manual"]
 
 
 class _Section(BaseModel):
@@ -57,6 +58,7 @@ class Bank(_Section):
     bank_id: str | None = None
     enabled: bool = True
     mission: str = ""
+    derive: Literal["repo", "cwd", "manual", "basename"] | None = None  # pi-hindsight's project bank rule
 
     @field_validator("bank_id")
     @classmethod
@@ -107,7 +109,7 @@ EXTENSION_ONLY_KEYS = frozenset(
     {
         "enabled", "autoRecall", "autoRetain", "recallBudget", "recallMaxTokens", "recallTypes",
         "recallMaxQueryChars", "recallLongQueryBehavior", "recallContextTurns", "autoRecallTagsMatch",
-        "autoRecallDisplay", "autoRecallPersist", "bankId", "retainMode", "retainEveryNTurns", "timeoutMs",
+        "autoRecallDisplay", "autoRecallPersist", "retainMode", "retainEveryNTurns", "timeoutMs",
         "debug", "recall", "retain", "hindsight", "observations", "scope", "profile", "storeLastRecall",
         "lastRecallPath",
     }
@@ -122,7 +124,8 @@ class Settings(_Section):
     project_name: str | None = None
     constant_tags: list[str] = Field(default_factory=list)
     auto_recall_tags: list[str] | None = None
-    observation_scopes: list[list[str]] | None = None
+    # A list of tag lists, or one of the server's named modes (hindsight-pi passes them through).
+    observation_scopes: list[list[str]] | Literal["combined", "per_tag", "all_combinations"] | None = None
     retain_content: RetainContent = Field(default_factory=RetainContent)
     strip: Strip = Field(default_factory=Strip)
     tool_filter: ToolFilter = Field(default_factory=ToolFilter)
@@ -132,6 +135,13 @@ class Settings(_Section):
     import_: Import = Field(default_factory=lambda: Import(), alias="import")
     routing: Routing = Field(default_factory=Routing)
     upload: Upload = Field(default_factory=lambda: Upload())
+    # hindsight-pi's bank keys (top level in its files; see ``hindsight_batch/banks.py``).
+    bank_id: str | None = None
+    bank_strategy: BankStrategy | None = None
+    global_bank_id: str | None = None
+    mappings: dict[str, str] = Field(default_factory=dict)
+    # Whose bank rule applies when both extensions' files are found ("auto": the one whose files are found).
+    extension: Literal["auto", "hindsight-pi", "pi-hindsight", "none"] = "auto"
 
     @field_validator("base_url")
     @classmethod

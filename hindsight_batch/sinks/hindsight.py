@@ -5,15 +5,17 @@ off exponentially with jitter. 401/403 end the run (:class:`AuthError`, exit 4);
 ends it too (:class:`UnreachableError`, exit 4); another 4xx fails just that request's items
 (:class:`RequestRejected`, with the server's detail). A response naming ``X-Ignored-Params`` means we sent a field
 the server does not know: a bug in this tool, reported as :class:`RequestRejected` so the items are not marked done.
-The API key goes out as ``Authorization: Bearer`` only when set, and never appears in a message.
+The API key goes out as ``Authorization: Bearer`` only when set, and never appears in a message: messages name
+the server by its masked URL, and the key is registered with :mod:`hindsight_batch.masking`.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +25,7 @@ import httpx
 
 from hindsight_batch import __version__
 from hindsight_batch.errors import ServerError
+from hindsight_batch.masking import mask, remember_secret
 
 MAX_RETRY_AFTER = 60.0
 BACKOFF_BASE = 0.5
@@ -46,6 +49,15 @@ class RequestRejected(Exception):
         super().__init__(f"HTTP {status}: {detail}")
 
 
+class _Bearer(httpx.Auth):
+    def __init__(self, key: str) -> None:
+        self._header = f"Bearer {key}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+
 @dataclass(frozen=True)
 class RetainAccepted:
     operation_id: str | None
@@ -56,12 +68,13 @@ def _bank(bank_id: str) -> str:
 
 
 def _detail(response: httpx.Response) -> str:
+    """The server's error detail, masked: it is printed, and stored in the ledger and in queue files."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:500]
+        return mask(response.text[:500])
     detail = body.get("detail", body) if isinstance(body, dict) else body
-    return str(detail)[:1000]
+    return mask(str(detail)[:1000])
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -93,10 +106,16 @@ class HindsightClient:
         rng: random.Random | None = None,
     ) -> None:
         headers = {"User-Agent": f"hindsight-batch/{__version__}"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport)
-        self._base_url = base_url
+        remember_secret(api_key)
+        url = httpx.URL(base_url)
+        if url.password:  # httpx turns userinfo into Basic auth: its password and that header are secrets too
+            remember_secret(url.password)
+            remember_secret(base64.b64encode(f"{url.username}:{url.password}".encode()).decode())
+        # An explicit auth keeps the API key as the Bearer token even when the URL has userinfo (which httpx would
+        # otherwise send as Basic auth in its place); without a key, userinfo is Basic auth, e.g. for a proxy.
+        auth = _Bearer(api_key) if api_key else None
+        self._http = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, transport=transport, auth=auth)
+        self._base_url = mask(base_url)  # only ever used in messages
         self._attempts = max_attempts
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -121,7 +140,7 @@ class HindsightClient:
             try:
                 response = self._http.request(method, path, **kwargs)
             except httpx.TransportError as exc:  # connection refused or reset, timeouts, protocol errors
-                last_problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                last_problem = mask(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
                 if final:
                     raise UnreachableError(f"no answer from {self._base_url} after {self._attempts} attempts "
                                            f"({last_problem})") from None
@@ -129,8 +148,8 @@ class HindsightClient:
                 continue
             status = response.status_code
             if status in (401, 403):
-                raise AuthError(f"the server at {self._base_url} refused our credentials (HTTP {status}): "
-                                f"{_detail(response)}; set HINDSIGHT_API_KEY or apiKey")
+                raise AuthError(mask(f"the server at {self._base_url} refused our credentials (HTTP {status}): "
+                                     f"{_detail(response)}; set HINDSIGHT_API_KEY or apiKey"))
             if status < 400 or status == 404:
                 ignored = response.headers.get("X-Ignored-Params")
                 if ignored:
@@ -176,6 +195,30 @@ class HindsightClient:
             offset += len(items)
             if not items or offset >= int(data.get("total") or 0):
                 return
+
+    def documents_tagged(self, bank_id: str, tag: str, limit: int = 100, pages: int = 100) -> list[dict[str, Any]]:
+        """The documents holding ``tag`` (``tags_match=any_strict``), at most ``pages`` pages; none if the bank
+        does not exist. (The live-retained check asks this for ``session:<id>`` before planning a session.)"""
+        found: list[dict[str, Any]] = []
+        for _ in range(pages):
+            response = self.request("GET", f"{_bank(bank_id)}/documents", params={
+                "tags": [tag], "tags_match": "any_strict", "limit": limit, "offset": len(found)})
+            if response.status_code == 404:
+                break
+            data = response.json()
+            items = data.get("items") or []
+            found += items
+            if not items or len(found) >= int(data.get("total") or 0):
+                break
+        return found
+
+    def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
+        """One document (its ``updated_at``, tags, …), or None."""
+        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
+        if response.status_code == 404:
+            return None
+        data: dict[str, Any] = response.json()
+        return data
 
     def delete_document(self, bank_id: str, document_id: str) -> bool:
         response = self.request(

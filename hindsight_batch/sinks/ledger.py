@@ -7,6 +7,7 @@ an exclusive lock file for as long as it is open, and a second run gets :class:`
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -22,6 +23,7 @@ import duckdb
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError
+from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -79,9 +81,9 @@ def _now() -> datetime:
 
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(state_dir)
         self.path = state_dir / "ledger.duckdb"
-        self._lock: IO[str] | None = (state_dir / "ledger.lock").open("a")
+        self._lock: IO[str] | None = open_private(state_dir / "ledger.lock", "a")
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -89,12 +91,26 @@ class Ledger:
             self._lock = None
             message = f"another hindsight-batch run is using the ledger in {state_dir}; try again later"
             raise BusyError(message) from None
-        # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
-        self.db = duckdb.connect(str(self.path), config={"threads": 1})
-        self.db.execute(_SCHEMA)
+        # DuckDB creates the file and re-creates its .wal at every checkpoint itself: a private umask for as long
+        # as the ledger is open makes them 0600 (chmod covers a ledger an older version left readable).
+        self._umask = contextlib.ExitStack()
+        self._umask.enter_context(private_umask())
+        try:
+            # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
+            self.db = duckdb.connect(str(self.path), config={"threads": 1})
+            os.chmod(self.path, PRIVATE_FILE)
+            self.db.execute(_SCHEMA)
+        except BaseException:
+            self._umask.close()
+            self._unlock()
+            raise
 
     def close(self) -> None:
         self.db.close()
+        self._umask.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
         if self._lock is not None:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
             self._lock.close()

@@ -1,7 +1,7 @@
 """The manifest: JSONL, one row per chunk and target bank (a skipped chunk has one row with no bank).
 
 A row never holds transcript text unless the run asked for ``--include-content``; then ``content`` is exactly the
-item content that would be (or was) uploaded.
+item content that would be (or was) uploaded. The file is 0600 (``fsutil``): with content it is the transcript.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hindsight_batch.fsutil import open_private
 from hindsight_batch.routing.models import MemoryRouteDecision
 
 
@@ -32,7 +33,7 @@ class ManifestRow(BaseModel):
     bank_id: str | None
     decision: MemoryRouteDecision
     tags: list[str]
-    observation_scopes: list[list[str]] | None
+    observation_scopes: list[list[str]] | str | None
     content_sha256: str
     item_sha256: str | None
     bytes: int
@@ -56,7 +57,7 @@ class ManifestWriter:
     """Writes rows as they come; the file is complete (and flushed) when the run ends."""
 
     def __init__(self, path: Path | None) -> None:
-        self._file: IO[str] | None = path.open("w", encoding="utf-8") if path else None
+        self._file: IO[str] | None = open_private(path, "w", encoding="utf-8") if path else None
         self.rows = 0
 
     def write(self, row: ManifestRow) -> None:

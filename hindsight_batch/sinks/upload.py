@@ -17,6 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from hindsight_batch.config.model import Upload
+from hindsight_batch.masking import mask
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 
@@ -135,7 +136,7 @@ class Uploader:
                     self._ledger.set_operation_status(bank_id, op, "confirmed")
                     self.stats.statuses["confirmed"] += len(ids)
                 else:
-                    detail = answer.get("error_message") or status
+                    detail = mask(str(answer.get("error_message") or status))  # stored in the ledger
                     self._ledger.set_operation_status(bank_id, op, "failed", f"operation {status}: {detail}")
                     self.stats.statuses["failed"] += len(ids)
                     self.stats.error(f"{bank_id}: operation {op} {status}: {detail}")

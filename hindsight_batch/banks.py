@@ -1,0 +1,413 @@
+"""The project bank of a session, derived from its cwd exactly as the configured live extension derives it.
+
+An import is useful only if it lands in the bank the live extension recalls from, so the rule is the extension's
+own (read from its source; ``README.md`` "Which bank your import lands in"):
+
+* **hindsight-pi** (``extensions/session.ts``): ``mappings[cwd]``, else ``bankId``, else by ``bankStrategy``
+  (default ``per-repo``): ``global`` → ``globalBankId`` or ``pi-global-memory``; ``per-directory`` →
+  ``dir-<last path segment>-<sha256(cwd)[:10]>``; ``per-repo`` → the last ``/``- or ``:``-separated segment of
+  ``git remote get-url origin`` without ``.git``, else ``<repo root name>-<sha256(root)[:10]>``, else the directory
+  key; ``git-branch`` (and ``manual`` without a ``bankId``, which falls through to the same code) → that, then
+  ``--<branch>`` when HEAD is on a branch; ``pi-session`` → a new id per live session. Every id goes through
+  :func:`sanitize`.
+* **pi-hindsight** (``extensions/banks/banking.ts``): ``banks.project.bankId`` as written, else
+  ``pi-project-<slug(basename(basis))>-<sha256(basis)[:12]>``, the basis being the cwd (``derive: cwd``) or the
+  main worktree's root (git, else the nearest folder holding ``.git``, else the cwd), symlinks resolved;
+  ``derive: basename`` → the root folder's name.
+* **neither found**: ``banks.project.bankId``, else ``bankId``, else this tool's own ``pi-<project>-<hash of cwd>``.
+
+Git runs read-only in the cwd: ``git -C <cwd>``, no optional locks, no hooks, no pager, a timeout. Where the rule
+cannot be reproduced now (``pi-session``; a cwd that no longer exists; git missing), the bank the extension recorded
+for the session (its retain queue records, or a persisted recall's ``details.bankId``) is used, else the session is
+skipped with the reason. A recorded bank that differs from the derived one skips the session (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
+from hindsight_batch.config.loader import ResolvedConfig
+from hindsight_batch.config.model import Settings
+from hindsight_batch.items import own_project_bank_id
+from hindsight_batch.masking import mask
+
+GIT_TIMEOUT = 5.0
+_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+                 "GIT_PREFIX", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
+
+
+class Unreproducible(Exception):
+    """The live extension's rule cannot be re-run now; the message says why."""
+
+
+@dataclass(frozen=True)
+class BankChoice:
+    """The project bank of a session (``bank_id``), or why there is none (``skip``), and how it was found."""
+
+    bank_id: str | None
+    why: str
+    skip: str | None = None
+
+
+def sanitize(value: str) -> str:
+    """hindsight-pi's ``sanitizeBankId``: lowercase; each run outside ``a-z 0-9 _ -`` → ``-``; dashes trimmed at
+    both ends; the first 120 characters (cut after trimming, as there); ``pi-memory`` when nothing is left."""
+    cleaned = re.sub(r"[^a-z0-9_-]+", "-", value.lower())
+    cleaned = re.sub(r"^-+|-+$", "", cleaned)[:120]
+    return cleaned or "pi-memory"
+
+
+def _slug48(value: str) -> str:
+    """pi-hindsight's ``slug``: lowercase; runs outside ``a-z 0-9`` → ``-``; one dash trimmed at each end; 48
+    characters; ``repo`` when empty."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", value.lower())
+    cleaned = re.sub(r"^-|-$", "", cleaned)[:48]
+    return cleaned or "repo"
+
+
+def _sha(value: str, length: int) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:length]
+
+
+def _last_segment(path: str) -> str:
+    """``path.split(/[\\\\/]/).pop()``."""
+    return re.split(r"[\\/]", path)[-1]
+
+
+class Git:
+    """Read-only git queries in a folder, as the extensions make them."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, timeout: float = GIT_TIMEOUT) -> None:
+        base = dict(os.environ if env is None else env)
+        for name in _GIT_ENV_DROP:
+            base.pop(name, None)
+        base.update({"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"})
+        self._env = base
+        self._timeout = timeout
+
+    def run(self, cwd: str, *args: str) -> tuple[int, str]:
+        """(exit code, stdout). Raises :class:`Unreproducible` when git cannot run at all."""
+        try:
+            done = subprocess.run(
+                ["git", "-C", cwd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                 "-c", "safe.directory=*", *args],
+                capture_output=True, text=True, env=self._env, timeout=self._timeout, check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            raise Unreproducible("git is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise Unreproducible(f"git timed out after {self._timeout:g} s in {cwd}") from None
+        except OSError as exc:
+            raise Unreproducible(f"git could not run in {cwd}: {exc.strerror}") from None
+        return done.returncode, done.stdout
+
+
+def _need_cwd(cwd: str) -> None:
+    if not os.path.isdir(cwd):
+        raise Unreproducible(f"the session's cwd {cwd} no longer exists")
+
+
+# hindsight-pi -----------------------------------------------------------------------------------------------
+
+
+def _directory_key(cwd: str) -> str:
+    return sanitize(f"dir-{_last_segment(cwd)}-{_sha(cwd, 10)}")
+
+
+def _repo_slug(cwd: str, git: Git) -> tuple[str | None, str]:
+    code, out = git.run(cwd, "remote", "get-url", "origin")
+    url = out.strip()
+    if code == 0 and url:
+        name = re.split(r"[/:]", re.sub(r"\.git$", "", url))[-1]
+        if name:
+            return sanitize(name), f"the last segment of git remote origin {mask(url)!r}"
+    code, out = git.run(cwd, "rev-parse", "--show-toplevel")
+    root = out.strip() if code == 0 else ""
+    if not root:
+        return None, "not in a git repository"
+    return sanitize(f"{_last_segment(root)}-{_sha(root, 10)}"), f"the repository root {root} (no origin)"
+
+
+def hindsight_pi_bank(resolved: ResolvedConfig, cwd: str, git: Git) -> tuple[str, str]:
+    settings = resolved.settings
+    if cwd in settings.mappings:
+        return sanitize(settings.mappings[cwd]), f"mappings[{cwd!r}] ({resolved.origin('mappings.' + cwd)})"
+    if settings.bank_id:
+        return sanitize(settings.bank_id), f"bankId ({resolved.origin('bankId')})"
+    strategy = settings.bank_strategy or "per-repo"
+    how = f"bankStrategy {strategy} ({resolved.origin('bankStrategy')})"
+    if strategy == "global":
+        return sanitize(settings.global_bank_id or "pi-global-memory"), f"{how}: globalBankId or pi-global-memory"
+    if strategy == "pi-session":
+        raise Unreproducible("bankStrategy pi-session gives every live session a new bank that only it knows")
+    if strategy == "per-directory":
+        return _directory_key(cwd), f"{how}: directory key of {cwd}"
+    _need_cwd(cwd)
+    repo, basis = _repo_slug(cwd, git)
+    if strategy == "per-repo":
+        if repo is None:
+            return _directory_key(cwd), f"{how}: {basis}, so the directory key of {cwd}"
+        return repo, f"{how}: {basis}"
+    root = repo or _directory_key(cwd)
+    code, out = git.run(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+    branch = out.strip() if code == 0 else ""
+    if not branch or branch == "HEAD":
+        return root, f"{how}: {basis}; no branch (detached HEAD or no commit)"
+    return sanitize(f"{root}--{sanitize(branch)}"), f"{how}: {basis}, branch {branch!r}"
+
+
+# pi-hindsight -----------------------------------------------------------------------------------------------
+
+
+def _canonical(path: str) -> str:
+    try:
+        return os.path.realpath(path, strict=True)
+    except OSError:
+        return os.path.abspath(path)
+
+
+def _main_worktree_root(cwd: str, git: Git) -> str | None:
+    def rev_parse(flag: str) -> str | None:
+        code, out = git.run(cwd, "rev-parse", "--path-format=absolute", flag)
+        return out.strip() if code == 0 else None
+
+    common = rev_parse("--git-common-dir")
+    if not common:
+        return None
+    git_dir = rev_parse("--git-dir")
+    if git_dir is None:
+        return None
+    if common != git_dir and PurePosixPath(common).name == ".git":
+        return str(PurePosixPath(common).parent)
+    top = rev_parse("--show-toplevel")
+    if top:
+        return top
+    return str(PurePosixPath(common).parent) if PurePosixPath(common).name == ".git" else common
+
+
+def repo_root(cwd: str, git: Git) -> str:
+    """pi-hindsight's ``findRepoRoot``."""
+    root = _main_worktree_root(cwd, git)
+    if root:
+        return _canonical(root)
+    current = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return _canonical(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return _canonical(cwd)
+        current = parent
+
+
+def pi_hindsight_bank(resolved: ResolvedConfig, cwd: str, git: Git) -> tuple[str, str]:
+    project = resolved.settings.banks.project
+    if project.bank_id:
+        return project.bank_id, f"banks.project.bankId ({resolved.origin('banks.project.bankId')})"
+    derive = project.derive or "repo"
+    how = f"derive {derive} ({resolved.origin('banks.project.derive')})"
+    if derive == "cwd":
+        basis = os.path.abspath(cwd)
+        return f"pi-project-{_slug48(os.path.basename(basis))}-{_sha(basis, 12)}", f"{how}: basis {basis}"
+    _need_cwd(cwd)
+    root = repo_root(cwd, git)
+    if derive == "basename":
+        return os.path.basename(root).strip() or "default", f"{how}: the repository root {root}"
+    return f"pi-project-{_slug48(os.path.basename(root))}-{_sha(root, 12)}", f"{how}: basis {root}"
+
+
+def _remote_project_id(url: str) -> str:
+    """pi-hindsight's ``normalizeGitRemoteToProjectId``: ``git@host:path`` as ``host/path``; userinfo, scheme,
+    ``ssh://git@``, ``git://`` and ``.git`` dropped; repeated slashes collapsed; slugged."""
+    value = url.strip()
+    scp = re.match(r"^git@([^:]+):(.+)$", value, re.IGNORECASE)
+    if scp:
+        value = f"{scp.group(1)}/{scp.group(2)}"
+    value = re.sub(r"^(https?://)[^/@]+@", r"\1", value, flags=re.IGNORECASE)
+    value = re.sub(r"^https?://", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"^ssh://git@", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"^git://", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"\.git$", "", value, flags=re.IGNORECASE)
+    value = re.sub(r"/+", "/", value)
+    return _slug48(value) or "remote"
+
+
+def pi_hindsight_tags(cwd: str, git: Git) -> list[str]:
+    """The scope tags pi-hindsight puts on every live retain and filters recall by (``banks/banking.ts``
+    ``baseTags``): ``source:pi``, ``project:<id from the origin URL, else the root's name>``,
+    ``repo:<slug(root name)>-<sha256(root)[:12]>``."""
+    _need_cwd(cwd)
+    root = repo_root(cwd, git)
+    code, out = git.run(root, "config", "--get", "remote.origin.url")
+    remote = out.strip() if code == 0 else ""
+    project = _remote_project_id(remote) if remote else (_slug48(os.path.basename(root)) or "project")
+    return ["source:pi", f"project:{project}", f"repo:{_slug48(os.path.basename(root))}-{_sha(root, 12)}"]
+
+
+# Recorded banks ---------------------------------------------------------------------------------------------
+
+
+def _queue_safe(value: str) -> str:
+    return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", value)[:120]) or "default"
+
+
+@functools.lru_cache(maxsize=256)
+def _queue_banks(path: str, _mtime_ns: int, _size: int) -> dict[str, frozenset[str]]:
+    """A queue file's banks by document id ("" collects every record), read once per version of the file."""
+    found: dict[str, set[str]] = {}
+    try:
+        with open(path, "rb") as handle:
+            for number, line in enumerate(handle):
+                if number >= 1_000_000:
+                    break
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(obj, dict) or not isinstance(obj.get("bankId"), str):
+                    continue
+                found.setdefault("", set()).add(obj["bankId"])
+                if isinstance(obj.get("documentId"), str):
+                    found.setdefault(obj["documentId"], set()).add(obj["bankId"])
+    except OSError:
+        pass
+    return {key: frozenset(value) for key, value in found.items()}
+
+
+def _banks_in_lines(path: Path, document_id: str | None = None) -> set[str]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return set()
+    return set(_queue_banks(str(path), stat.st_mtime_ns, stat.st_size).get(document_id or "", frozenset()))
+
+
+def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, env: Mapping[str, str]) -> set[str]:
+    """Banks the live extension itself wrote down for this session: its retain queue records."""
+    if family == HINDSIGHT_PI:
+        root = Path(env.get("HINDSIGHT_QUEUE_ROOT") or Path(home_of(env)) / ".hindsight" / "pi-queues")
+        banks: set[str] = set()
+        for kind in ("auto", "tool"):
+            banks |= _banks_in_lines(root / f"{_queue_safe(session_id)}.{kind}.jsonl")
+        return banks
+    if family == PI_HINDSIGHT:
+        doc = "pi-session:" + hashlib.sha256(str(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
+        return _banks_in_lines(Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl", doc)
+    return set()
+
+
+def persisted_recall_bank(session_file: Path) -> str | None:
+    """The bank named by the last persisted ``hindsight-recall`` entry (its ``details.bankId``), read without
+    keeping any of its text."""
+    bank: str | None = None
+    try:
+        with session_file.open("rb") as handle:
+            for line in handle:
+                if b"hindsight-recall" not in line or b"bankId" not in line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                message = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+                details = message.get("details") if isinstance(message, dict) else None
+                if isinstance(details, dict) and isinstance(details.get("bankId"), str):
+                    bank = details["bankId"]
+    except OSError:
+        return None
+    return bank
+
+
+class BankResolver:
+    """The project bank per session; git answers are cached per cwd."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, git: Git | None = None) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self._git = git or Git(self._env)
+        self._derived: dict[tuple[str, str, int], tuple[str, str] | Unreproducible] = {}
+        self._tags: dict[str, list[str]] = {}
+
+    def derive(self, resolved: ResolvedConfig, cwd: str, project: str) -> tuple[str, str]:
+        """The bank by the rule in effect, and why. Raises :class:`Unreproducible`."""
+        settings = resolved.settings
+        family = resolved.family
+        theirs = resolved.family_files.get(PI_HINDSIGHT, [])
+        origin = resolved.origin("banks.project.bankId")
+        if family == HINDSIGHT_PI and settings.banks.project.bank_id and origin.split(" (")[0] not in theirs:
+            bank = settings.banks.project.bank_id
+            return bank, (f"banks.project.bankId ({resolved.origin('banks.project.bankId')}); note: hindsight-pi "
+                          "itself does not read this key")
+        if family == HINDSIGHT_PI:
+            return hindsight_pi_bank(resolved, cwd, self._git)
+        if family == PI_HINDSIGHT:
+            return pi_hindsight_bank(resolved, cwd, self._git)
+        from_env = resolved.origin("bankId").startswith(("env ", "flag "))  # the environment beats files
+        if settings.banks.project.bank_id and not (settings.bank_id and from_env):
+            return settings.banks.project.bank_id, f"banks.project.bankId ({resolved.origin('banks.project.bankId')})"
+        if settings.bank_id:
+            return settings.bank_id, f"bankId ({resolved.origin('bankId')})"
+        return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
+                                                    "pi-<project>-<sha256(cwd)[:8]>")
+
+    def family_tags(self, resolved: ResolvedConfig, cwd: str | None) -> list[str]:
+        """Tags the configured extension adds that this tool's own do not cover (pi-hindsight's scope tags), so
+        imported memories match its recall filters; none where they cannot be derived now."""
+        if resolved.family != PI_HINDSIGHT or not cwd:
+            return []
+        if cwd not in self._tags:
+            try:
+                self._tags[cwd] = pi_hindsight_tags(cwd, self._git)
+            except Unreproducible:
+                self._tags[cwd] = []
+        return self._tags[cwd]
+
+    def choose(self, resolved: ResolvedConfig, cwd: str | None, project: str, session_id: str,
+               session_file: Path) -> BankChoice:
+        if not cwd:
+            return BankChoice(None, "", "the session header has no cwd")
+        key = (cwd, project, id(resolved))
+        if key not in self._derived:
+            try:
+                self._derived[key] = self.derive(resolved, cwd, project)
+            except Unreproducible as exc:
+                self._derived[key] = exc
+        derived = self._derived[key]
+        recorded = recorded_banks(resolved.family, session_id, cwd, session_file, self._env)
+        if isinstance(derived, Unreproducible):
+            if not recorded and resolved.family == HINDSIGHT_PI:
+                bank = persisted_recall_bank(session_file)
+                recorded = {bank} if bank else set()
+            if len(recorded) == 1:
+                bank = next(iter(recorded))
+                return BankChoice(bank, f"recorded by the extension for this session ({derived})")
+            if len(recorded) > 1:
+                return BankChoice(None, "", f"{derived}, and the extension recorded several banks for it: "
+                                            f"{', '.join(sorted(recorded))}")
+            return BankChoice(None, "", f"{derived}, and the extension recorded no bank for it")
+        bank, why = derived
+        others = sorted(recorded - {bank})
+        if others:
+            return BankChoice(None, why, f"the extension recorded bank {', '.join(others)} for this session but "
+                                         f"its rule now gives {bank} ({why}); not guessing")
+        return BankChoice(bank, why)
+
+
+def with_project_bank(settings: Settings, bank_id: str, extra_tags: list[str] | None = None) -> Settings:
+    """The settings with the chosen project bank in ``banks.project.bankId`` (where planning takes it from), and
+    the extension's own extra tags after ``constantTags``."""
+    project = settings.banks.project.model_copy(update={"bank_id": bank_id})
+    update: dict[str, object] = {"banks": settings.banks.model_copy(update={"project": project})}
+    if extra_tags:
+        update["constant_tags"] = list(dict.fromkeys([*settings.constant_tags, *extra_tags]))
+    return settings.model_copy(update=update)

@@ -1,0 +1,126 @@
+"""Never double what the live extension already retained.
+
+Before a session is planned, the server is asked what the live extension retained for it in the session's project
+bank: hindsight-pi's documents tagged ``session:<id>`` with ``store_method:auto`` or ``store_method:tool`` (this
+tool's own are ``store_method:import``), and pi-hindsight's document ``pi-session:<sha256(session file)[:16]>``.
+``--live-retained`` says what then happens:
+
+* ``after`` (default): only what came after the live retains is imported. Where pi-hindsight's retain cursor
+  names the last message it handled, everything up to that message is left out; otherwise everything on the
+  active path up to the last entry whose timestamp is not later than the newest ``updated_at`` the server holds
+  for those documents (the time of the last live retain).
+* ``skip``: a session with any live retain is not imported at all.
+* ``include``: no check; everything is imported (live retains may then be doubled).
+
+A dry run whose server cannot be reached (or refuses the credentials) says, per session, that it could not check,
+and plans the whole session (it writes nothing); ``--apply`` never runs without the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
+from hindsight_batch.config.families import HINDSIGHT_PI
+from hindsight_batch.errors import ServerError
+from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
+
+LIVE_MODES = ("after", "skip", "include")
+LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
+
+
+@dataclass(frozen=True)
+class LiveDecision:
+    """What the check found for one session and what is done about it."""
+
+    decision: str  # none | after | skip | include | unchecked
+    documents: tuple[str, ...] = ()
+    until: str | None = None  # the newest updated_at of the live documents
+    cursor: CatchUpVerdict | None = None  # pi-hindsight's retain cursor, where it names a message
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"decision": self.decision, "note": self.note}
+        if self.documents:
+            data["live_documents"] = list(self.documents)
+        if self.until:
+            data["live_until"] = self.until
+        return data
+
+    def handled(self, catch_up: CatchUpVerdict | None) -> CatchUpVerdict | None:
+        """The catch-up verdict with the live cut-off added (what planning leaves out)."""
+        if self.decision != "after":
+            return catch_up
+        base = catch_up or self.cursor or CatchUpVerdict(True)
+        if base.handled_id is None and base.handled_index is None and self.cursor is not None:
+            base = CatchUpVerdict(base.retain, base.reason, self.cursor.handled_id, self.cursor.handled_index)
+        until = None if (base.handled_id is not None or base.handled_index is not None) else self.until
+        return CatchUpVerdict(base.retain, base.reason, base.handled_id, base.handled_index, until)
+
+
+class LiveCheck:
+    """Asks the server once per session; in a dry run, the first failure ends the asking for the run."""
+
+    def __init__(self, mode: str, client: Callable[[], HindsightClient] | None, dry_run: bool) -> None:
+        self.mode = mode
+        self._factory = client
+        self._client: HindsightClient | None = None
+        self._dry_run = dry_run
+        self.problem: str | None = None  # why nothing could be checked (dry run only)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def _live_documents(self, bank_id: str, family: str, session_id: str, session_file: Path) -> list[dict[str, Any]]:
+        if self._client is None and self._factory is not None:
+            self._client = self._factory()
+        client = self._client
+        if client is None:
+            return []
+        found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
+                 if not str(doc.get("id", "")).startswith("pi-import:")
+                 and LIVE_STORE_METHODS.intersection(doc.get("tags") or [])]
+        if family != HINDSIGHT_PI:
+            doc = client.document(bank_id, f"pi-session:{path_hash(session_file)}")
+            if doc is not None:
+                found.append(doc)
+        return found
+
+    def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
+        if self.mode == "include":
+            return LiveDecision("include", note="not checked (--live-retained include)")
+        if self.problem is not None:
+            return LiveDecision("unchecked", note=f"could not check live retains: {self.problem}")
+        try:
+            docs = self._live_documents(bank_id, family, session_id, session_file)
+        except (ServerError, RequestRejected) as exc:
+            if not self._dry_run:
+                if isinstance(exc, ServerError):
+                    raise
+                raise ServerError(f"could not ask the server what was retained live: {exc}") from None
+            self.problem = str(exc)
+            return LiveDecision("unchecked", note=f"could not check live retains: {self.problem}")
+        if not docs:
+            return LiveDecision("none", note="the live extension retained nothing of this session in this bank")
+        ids = tuple(sorted(str(doc.get("id")) for doc in docs))
+        stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in docs]
+        until = max((s for s in stamps if s), default=None)
+        if self.mode == "skip":
+            return LiveDecision("skip", ids, until, note="the live extension retained this session (--live-retained "
+                                                         "skip)")
+        cursor = None
+        if family != HINDSIGHT_PI and cwd:
+            found = verdict(cwd, session_file)
+            if found.handled_id is not None or found.handled_index is not None:
+                cursor = found
+        if cursor is not None:
+            note = "importing only what came after the extension's retain cursor"
+        elif until is None:
+            return LiveDecision("skip", ids, None, note="live retains without a time; skipped (fail closed)")
+        else:
+            note = f"importing only entries after the last live retain ({until})"
+        return LiveDecision("after", ids, until, cursor, note)
