@@ -361,6 +361,8 @@ def test_upload_bodies_hold_no_seeded_value(runner: CliRunner, tmp_path: Path, m
         if request.method == "POST" and request.url.path.endswith("/memories"):
             return httpx.Response(200, json={"success": True, "operation_id": json.loads(request.content)
                                              .get("operation_id")})
+        if "/documents/" in request.url.path:
+            return httpx.Response(404, json={"detail": "not found"})  # nothing retained live for this session
         return httpx.Response(200, json={"version": "test", "status": "completed", "items": [], "total": 0})
 
     class MockedClient(hindsight.HindsightClient):
