@@ -5,16 +5,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import signal
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from hindsight_batch import __version__, build
-from hindsight_batch.errors import EXIT_BUSY, EXIT_ITEMS_FAILED, HindsightBatchError, UsageError
+from hindsight_batch.errors import (
+    EXIT_BUSY,
+    EXIT_CONFIG,
+    EXIT_INTERNAL,
+    EXIT_ITEMS_FAILED,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    HindsightBatchError,
+    Terminated,
+    UsageError,
+    failure_reason,
+)
 from hindsight_batch.masking import mask
 from hindsight_batch.session.discovery import find_session_files
 
@@ -25,6 +38,7 @@ if TYPE_CHECKING:
     from hindsight_batch.config.model import Settings
     from hindsight_batch.routing.models import MemoryRouteDecision
     from hindsight_batch.sinks.hindsight import HindsightClient
+    from hindsight_batch.sinks.ledger import Ledger
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,18 +52,61 @@ def _echo(message: str) -> None:
     click.echo(mask(message))
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _debug() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context and context.find_root().params.get("debug"))
+
+
 def handle_errors(func: F) -> F:
-    """Turn our exceptions into one clear line on stderr and the documented exit code."""
+    """Turn every way a command can end badly into one clear line on stderr and the documented exit code: our
+    errors, an interrupt (SIGINT 130, SIGTERM 143; ``finally`` blocks record the run first), and an unexpected
+    exception (70; its traceback only with ``--debug``). No traceback reaches the user otherwise."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except HindsightBatchError as exc:
-            _echo_err(f"hindsight-batch: error: {exc}")
-            sys.exit(exc.exit_code)
+        except Exception as exc:  # every one becomes a line and an exit code
+            _exit_for(exc, _debug())
+        except (KeyboardInterrupt, Terminated) as exc:
+            _exit_for(exc, False)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit_for(exc: BaseException, debug: bool) -> NoReturn:
+    """The one line and the exit code for how a command ended."""
+    if isinstance(exc, HindsightBatchError):
+        _echo_err(f"hindsight-batch: error: {exc}")
+        sys.exit(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        _echo_err("hindsight-batch: interrupted (SIGINT)")
+        sys.exit(EXIT_SIGINT)
+    if isinstance(exc, Terminated):
+        _echo_err("hindsight-batch: terminated (SIGTERM)")
+        sys.exit(EXIT_SIGTERM)
+    if debug:
+        traceback.print_exception(exc)
+    _echo_err(f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
+              f"{'the traceback is above' if debug else 'run again with --debug to see where'})")
+    sys.exit(EXIT_INTERNAL)
+
+
+def open_ledger(state_dir: Path | None) -> Ledger:
+    """The ledger in ``--state`` or the default folder. A folder that cannot be made or written is a usage error
+    (2) when named by ``--state``, a configuration error (3) when it came from $XDG_STATE_HOME or $HOME."""
+    from hindsight_batch.sinks.ledger import Ledger, LedgerPathError, default_state_dir
+
+    try:
+        return Ledger(state_dir or default_state_dir())
+    except LedgerPathError as exc:
+        if state_dir is None:
+            exc.exit_code = EXIT_CONFIG
+        raise
 
 
 def common_options(func: F) -> F:
@@ -67,14 +124,16 @@ def _progress(quiet: bool) -> bool:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="hindsight-batch",
                       message=f"%(prog)s, version %(version)s ({build()} build)")
-def cli() -> None:
+@click.option("--debug", is_flag=True, help="On an internal error, show the traceback (for a bug report).")
+def cli(debug: bool) -> None:
     """Move Pi coding-agent transcripts into Hindsight memory, safely.
 
     \b
     Commands that only read: import (dry run), route, status, report, verify.
     Writing to the server: import --apply, flush. Writing session files:
     only prune-recall-messages --confirm; every other command opens them read-only.
-    Exit codes: 0 ok, 1 some items failed, 2 usage, 3 configuration, 4 server, 75 busy.
+    Exit codes: 0 ok, 1 some items or files failed, 2 usage, 3 configuration, 4 server,
+    70 internal error, 75 busy, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     """
 
 
@@ -154,7 +213,7 @@ def import_command(
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
     from hindsight_batch.live import LiveCheck
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.sinks.manifest import ManifestWriter
     from hindsight_batch.sinks.upload import Uploader
 
     if wait and not apply:
@@ -181,17 +240,21 @@ def import_command(
         jobs=jobs,
         live=live,
     )
-    with Ledger(state_dir or default_state_dir()) as ledger, contextlib.closing(live):
-        if apply:
-            with client_for(global_settings) as client:
-                client.version()  # unreachable or unauthorized: exit 4 before any work
+    writer = ManifestWriter(manifest)  # a bad --manifest path fails here, before the ledger folder is made
+    try:
+        with open_ledger(state_dir) as ledger, contextlib.closing(live):
+            if apply:
+                with client_for(global_settings) as client:
+                    client.version()  # unreachable or unauthorized: exit 4 before any work
 
-                def uploader(run_id: str) -> Uploader:
-                    return Uploader(client, ledger, run_id, global_settings.upload)
+                    def uploader(run_id: str) -> Uploader:
+                        return Uploader(client, ledger, run_id, global_settings.upload)
 
-                summary = Importer(resolver, ledger, options, files, uploader).run()
-        else:
-            summary = Importer(resolver, ledger, options, files).run()
+                    summary = Importer(resolver, ledger, options, files, uploader, writer).run()
+            else:
+                summary = Importer(resolver, ledger, options, files, manifest=writer).run()
+    finally:
+        writer.close(complete=False)  # a no-op after the run renamed it into place
     data = summary.to_dict()
     data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
     if as_json:
@@ -200,7 +263,7 @@ def import_command(
         _echo(_catch_up_line(data))
     elif not quiet:
         _print_import_summary(data)
-    if data["upload"] and data["upload"]["failed"]:
+    if (data["upload"] and data["upload"]["failed"]) or data["failed_files_total"]:
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -213,6 +276,7 @@ def _catch_up_line(data: dict[str, Any]) -> str:
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
+            f"failed files {data['failed_files_total']}, "
             f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
@@ -239,6 +303,11 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
     for problem in data["not_sessions"][:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
+    if data["failed_files_total"]:
+        out(f"  FAILED FILES {data['failed_files_total']} (not imported; tried again next run):")
+    for failed in data["failed_files"][:10]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        out(f"  failed: {failed['file']}{where}: {failed['reason']}")
     for duplicate in data["duplicate_sessions"][:10]:
         out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
     out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
@@ -484,7 +553,8 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
     elif not quiet:
         for r in reports:
             verb = "would send" if dry_run else "sent"
-            _echo(f"{r.queue}: {'BUSY, ' if r.busy else ''}{verb} {r.would_send if dry_run else r.sent}, "
+            state = ("BUSY, " if r.busy else "") + ("FAILED, " if r.failed else "")
+            _echo(f"{r.queue}: {state}{verb} {r.would_send if dry_run else r.sent}, "
                        f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
                        f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
@@ -493,7 +563,7 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             _echo("no retain queues found")
     if any(r.busy for r in reports):
         sys.exit(EXIT_BUSY)
-    if any(r.retry_later or r.dead_lettered for r in reports):
+    if any(r.retry_later or r.dead_lettered or r.failed for r in reports):
         sys.exit(EXIT_ITEMS_FAILED)
 
 
@@ -506,7 +576,10 @@ def _default_queue_roots() -> list[Path]:
     root = default_session_root()
     if root.is_dir():
         for path in find_session_files([root]):
-            header = peek_header(path)
+            try:
+                header = peek_header(path)
+            except Exception:  # an unreadable session names no project; import reports it
+                continue
             if not isinstance(header, str) and header.cwd:
                 cwds.add(header.cwd)
     roots += [Path(cwd) for cwd in sorted(cwds) if (Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl").is_file()]
@@ -529,9 +602,8 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
       duckdb ~/.local/state/hindsight-batch/ledger.duckdb "select route, count(*) from manifest group by 1"
     """
     from hindsight_batch.report import build_report
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
 
-    with Ledger(state_dir or default_state_dir()) as ledger:
+    with open_ledger(state_dir) as ledger:
         data = build_report(ledger, run_id)
     if as_json:
         _echo(json.dumps(data, indent=2))
@@ -545,6 +617,9 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status")):
         _echo(f"  {title}: {_counts(data[key])}")
+    for failed in data["failed_files"][:50]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        _echo(f"  failed file: {failed['file']}{where}: {failed['reason']}")
 
 
 @cli.command("verify")
@@ -562,11 +637,10 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
       hindsight-batch verify --json
     """
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
     from hindsight_batch.verify import verify
 
     settings = ConfigResolver(config_file=config_file).for_cwd(None).settings
-    with Ledger(state_dir or default_state_dir()) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir) as ledger, client_for(settings) as client:
         report = verify(ledger, client, bank)
     data = report.to_dict()
     if as_json:
@@ -679,7 +753,7 @@ def _queue_depths() -> list[dict[str, Any]]:
     depths = []
     for path in queue_files(_default_queue_roots()):
         dead = side_file(path, "dead")
-        dead_count = sum(1 for line in dead.read_text().splitlines() if line.strip()) if dead.exists() else 0
+        dead_count = sum(1 for line in dead.read_bytes().split(b"\n") if line.strip()) if dead.exists() else 0
         depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
     return depths
 
@@ -718,9 +792,19 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
+    """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
+    (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
+    flags), with the same codes."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
-        cli.main(prog_name="hindsight-batch", standalone_mode=True)
-    except KeyboardInterrupt:
-        _echo_err("hindsight-batch: interrupted")
-        sys.exit(130)
-
+        cli.main(prog_name="hindsight-batch", standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort as exc:  # click turns a Ctrl-C (or the end of input at a prompt) into Abort
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            _exit_for(exc.__cause__, False)
+        _echo_err("Aborted!")
+        sys.exit(EXIT_ITEMS_FAILED)
+    except (Exception, KeyboardInterrupt, Terminated) as exc:
+        _exit_for(exc, "--debug" in sys.argv[1:])

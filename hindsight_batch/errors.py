@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import functools
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hindsight_batch.redaction.redactor import Redactor
+
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
 EXIT_SERVER = 4
 EXIT_BUSY = 75
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in this tool; --debug shows the traceback
+EXIT_SIGINT = 130  # 128 + SIGINT, as shells report a Ctrl-C
+EXIT_SIGTERM = 143  # 128 + SIGTERM
 
 
 class HindsightBatchError(Exception):
@@ -42,3 +52,48 @@ class ServerError(HindsightBatchError):
     """The server is unreachable or refused our credentials."""
 
     exit_code = EXIT_SERVER
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived. It unwinds like KeyboardInterrupt, so ``finally`` blocks record the run as interrupted,
+    and it is a BaseException so that the ``except Exception`` guards isolating one file never swallow it."""
+
+
+_MAX_REASON = 300
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate (which no UTF-8 file or request can hold) replaced by U+FFFD, and how
+    many there were."""
+    return _SURROGATE.subn("\ufffd", text)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying what went wrong, for summaries, the ledger and the terminal: never a traceback."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror  # "Permission denied": the file is named beside the reason
+    elif isinstance(exc, HindsightBatchError):
+        text = str(exc)
+    else:
+        message = str(exc)
+        text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return redact_message(text)
+
+
+def redact_message(text: str) -> str:
+    """``text`` on one line, cut short, lone surrogates replaced, and every secret the project's redactor finds
+    replaced by its marker: an exception may quote the data it choked on."""
+    from hindsight_batch.redaction.redactor import Findings
+
+    one_line = " ".join(text.split())
+    if len(one_line) > _MAX_REASON:
+        one_line = one_line[:_MAX_REASON] + "…"
+    return _redactor().redact_text(without_surrogates(one_line)[0], Findings())
+
+
+@functools.cache
+def _redactor() -> Redactor:
+    from hindsight_batch.redaction.redactor import Redactor
+
+    return Redactor()

@@ -11,11 +11,13 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +29,7 @@ from hindsight_batch import __version__
 from hindsight_batch.banks import BankResolver, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
+from hindsight_batch.errors import HindsightBatchError, Terminated, failure_reason, without_surrogates
 from hindsight_batch.live import LiveCheck
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
@@ -37,7 +40,7 @@ from hindsight_batch.session.reader import peek_header
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter
 from hindsight_batch.sinks.upload import Uploader
-from hindsight_batch.workers import PlanTask, plan_in_worker, worker_pool
+from hindsight_batch.workers import PlanTask, end_workers, plan_in_worker, worker_pool
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,8 @@ class ImportSummary:
     sessions: int = 0
     unchanged_files: int = 0
     filtered_out: int = 0
-    not_sessions: list[dict[str, str]] = field(default_factory=list)
+    not_sessions: list[dict[str, str]] = field(default_factory=list)  # empty files
+    failed_files: list[dict[str, Any]] = field(default_factory=list)  # file, line (or None), reason
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
     sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
@@ -116,6 +120,8 @@ class ImportSummary:
             "unchanged_files": self.unchanged_files,
             "filtered_out": self.filtered_out,
             "not_sessions": self.not_sessions,
+            "failed_files": self.failed_files[: self.MAX_LISTED],
+            "failed_files_total": len(self.failed_files),
             "duplicate_sessions": self.duplicates,
             "catch_up_skipped": self.catch_up_skipped[: self.MAX_LISTED],
             "catch_up_skipped_total": len(self.catch_up_skipped),
@@ -186,6 +192,31 @@ class _Job:
 WORKER_BACKLOG_BYTES = 512 << 20
 
 
+def _size(path: Path) -> int:
+    """For the progress bar: a file that cannot even be looked at counts 0 (it is reported where it is read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _plan_alone(
+    job: _Job, submit: Callable[[_Job, ProcessPoolExecutor], Future[tuple[SessionPlan | str, StageTimes]]]
+) -> tuple[SessionPlan | str, StageTimes] | BaseException:
+    """Plan one session in a worker process of its own: its plan, or what went wrong."""
+    alone = worker_pool(1)
+    try:
+        return submit(job, alone).result()
+    except BrokenProcessPool:
+        return RuntimeError("the worker process planning this file died (it crashed or ran out of memory)")
+    except HindsightBatchError:
+        raise
+    except Exception as exc:
+        return exc
+    finally:
+        end_workers(alone)
+
+
 class Importer:
     """Runs an import over many files: one ledger, one manifest, per-session configuration."""
 
@@ -196,7 +227,11 @@ class Importer:
         options: ImportOptions,
         files: list[Path],
         uploader_factory: Callable[[str], Uploader] | None = None,
+        manifest: ManifestWriter | None = None,
     ) -> None:
+        """``manifest``: a writer the caller opened already (to report a bad path before any other work);
+        by default one for ``options.manifest``."""
+        self._manifest = manifest
         self.resolver = resolver
         self.banks = BankResolver(resolver.env)
         self.ledger = ledger
@@ -222,26 +257,33 @@ class Importer:
     def run(self) -> ImportSummary:
         summary = self.summary
         started = time.perf_counter()
-        manifest = ManifestWriter(self.options.manifest)
+        manifest = self._manifest or ManifestWriter(self.options.manifest)
         summary.manifest = str(self.options.manifest) if self.options.manifest else None
         summary.ledger = str(self.ledger.path)
-        self.ledger.start_run(summary.run_id, "import", summary.mode)
-        known = self.ledger.sources()
-        self._latest = self.ledger.latest_rows() if known else {}
-        applied = self.ledger.document_hashes()
-        total = sum(p.stat().st_size for p in self.files)
         status = "failed"
         try:
+            self.ledger.start_run(summary.run_id, "import", summary.mode)
+            known = self.ledger.sources()
+            self._latest = self.ledger.latest_rows() if known else {}
+            applied = self.ledger.document_hashes()
+            total = sum(_size(p) for p in self.files)
             with tqdm(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
                       desc="import", leave=False) as bar, _collections_between_files():
                 if self.options.jobs > 1:
                     self._run_in_workers(known, applied, manifest, bar)
                 else:
                     for path in self.files:
-                        job = self._prepare(path, known, applied, manifest)
+                        job = self._prepare_isolated(path, known, applied, manifest)
                         if job is not None:
-                            self._finish(job, self._plan_here(job), applied, manifest)
-                        bar.update(path.stat().st_size)
+                            try:
+                                plan = self._plan_here(job)
+                            except HindsightBatchError:
+                                raise
+                            except Exception as exc:  # this file only: the run goes on (never a BaseException)
+                                self._file_failed(path, exc)
+                            else:
+                                self._finish(job, plan, applied, manifest)
+                        bar.update(_size(path))
                         gc.collect(0)
             self._flush_ledger()
             if self.uploader is not None:
@@ -255,9 +297,12 @@ class Importer:
                     "operations_still_open": still_open,
                     "errors": stats.errors,
                 }
-            status = "ok"
+            status = "partial" if summary.failed_files else "ok"
+        except (KeyboardInterrupt, Terminated):
+            status = "interrupted"
+            raise
         finally:
-            manifest.close()
+            manifest.close(complete=status in ("ok", "partial"))
             summary.seconds = time.perf_counter() - started
             summary.stage_seconds = {
                 "read+parse": self.times.extra.get("read", 0.0),
@@ -266,8 +311,19 @@ class Importer:
                 "chunk+route": self.times.extra.get("chunk+route", 0.0),
                 "manifest+ledger": self.times.extra.get("sink", 0.0),
             }
+            if summary.failed_files:
+                self.ledger.record_failed_files(summary.run_id, summary.failed_files)
             self.ledger.finish_run(summary.run_id, status, summary.to_dict())
         return summary
+
+    def _file_failed(self, path: Path, exc: BaseException, line: int | None = None) -> None:
+        """One file could not be read or planned: listed (file, line where known, reason; no traceback, no
+        secret), never recorded as read (so the next run tries it again); the run goes on and exits 1."""
+        reason = failure_reason(exc)
+        other = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if other is not None and os.fsdecode(other) != str(path):  # e.g. a config file of the session's project
+            reason += f": {without_surrogates(os.fsdecode(other))[0]}"
+        self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": line, "reason": reason})
 
     def _run_in_workers(
         self,
@@ -284,30 +340,74 @@ class Importer:
         jobs = self.options.jobs
         waiting: deque[tuple[_Job, Future[tuple[SessionPlan | str, StageTimes]]]] = deque()
         backlog = 0
+        pool = worker_pool(jobs)
+
+        def submit(job: _Job, into: ProcessPoolExecutor) -> Future[tuple[SessionPlan | str, StageTimes]]:
+            task = PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
+                            self.options.include_content, job.handled)
+            return into.submit(plan_in_worker, task)
 
         def finish_first() -> None:
-            nonlocal backlog
+            nonlocal backlog, pool, waiting
             job, future = waiting.popleft()
             backlog -= job.size
-            plan, times = future.result()
-            self.times.add(times)
-            self._finish(job, plan, applied, manifest)
+            try:
+                plan, times = future.result()
+            except BrokenProcessPool:
+                # A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with
+                # it. The others go to a fresh pool; this file is planned again on its own, so a file that kills
+                # its worker twice is the one that failed.
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = worker_pool(jobs)
+                waiting = deque((j, submit(j, pool)) for j, _ in waiting)
+                outcome = _plan_alone(job, submit)
+                if isinstance(outcome, BaseException):
+                    self._file_failed(job.path, outcome)
+                else:
+                    self.times.add(outcome[1])
+                    self._finish(job, outcome[0], applied, manifest)
+            except HindsightBatchError:
+                raise
+            except Exception as exc:  # planning this file failed in its worker: this file only
+                self._file_failed(job.path, exc)
+            else:
+                self.times.add(times)
+                self._finish(job, plan, applied, manifest)
             bar.update(job.size)
 
-        with worker_pool(jobs) as pool:
+        try:
             for path in self.files:
-                job = self._prepare(path, known, applied, manifest)
+                job = self._prepare_isolated(path, known, applied, manifest)
                 if job is None:
-                    bar.update(path.stat().st_size)
+                    bar.update(_size(path))
                     continue
-                task = PlanTask(path, job.header, job.settings, self._key, self.summary.run_id,
-                                 self.options.include_content, job.handled)
-                waiting.append((job, pool.submit(plan_in_worker, task)))
+                waiting.append((job, submit(job, pool)))
                 backlog += job.size
                 while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0][1].done()):
                     finish_first()
             while waiting:
                 finish_first()
+        except BaseException:
+            end_workers(pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
+            raise
+        pool.shutdown(wait=True)
+
+    def _prepare_isolated(
+        self,
+        path: Path,
+        known: dict[str, SourceState],
+        applied: dict[tuple[str, str], tuple[str, str]],
+        manifest: ManifestWriter,
+    ) -> _Job | None:
+        """:meth:`_prepare`, with anything that fails on this file (it cannot be read, even at the header peek; a
+        catch-up verdict that cannot be read) reported as this file's failure."""
+        try:
+            return self._prepare(path, known, applied, manifest)
+        except HindsightBatchError:
+            raise  # a configuration error stops the run (exit 3, naming the file and key), as S8 wants
+        except Exception as exc:
+            self._file_failed(path, exc)
+            return None
 
     def _prepare(
         self,
@@ -321,9 +421,14 @@ class Importer:
         summary = self.summary
         summary.files += 1
         stat = path.stat()
-        header = peek_header(path)
+        header = peek_header(path)  # unreadable (permissions, gone): failed by _prepare_isolated, this file only
         if isinstance(header, str):
-            summary.not_sessions.append({"file": str(path), "reason": header})
+            if stat.st_size == 0:
+                summary.not_sessions.append({"file": str(path), "reason": header})  # pi has not written it yet
+            else:
+                reason = "no readable session header" if header == "empty file" else header
+                summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": None,
+                                             "reason": reason})
             return None
         if not self._wanted(header, stat.st_mtime):
             summary.filtered_out += 1
@@ -403,18 +508,27 @@ class Importer:
             summary.catch_up_skipped.append({"file": str(job.path), "reason": plan})
             return
         t0 = time.perf_counter()
+        try:  # everything that can fail on this file's data, before anything is written
+            rows_json, lines = [], []
+            for row in plan.rows:
+                data = row.as_json()
+                data.update(job.annotations)
+                data["status"] = self._status(data, applied)
+                line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                line.encode("utf-8")  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
+                lines.append(line)
+                data.pop("content", None)
+                rows_json.append(data)
+            sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
+        except Exception as exc:
+            self._file_failed(job.path, exc)
+            return
         self._account(plan)
-        rows_json = []
-        for row in plan.rows:
-            data = row.as_json()
-            data.update(job.annotations)
-            data["status"] = self._status(data, applied)
-            manifest.write_json(data)
-            data.pop("content", None)
-            rows_json.append(data)
+        for line in lines:
+            manifest.write_line(line)
         self._count_rows(rows_json)
         if self.uploader is not None:
-            self._send(plan, applied)
+            self._send(plan, applied, sizes)
         self._pending_rows += rows_json
         self._pending_sources.append(
             (str(job.path), job.size, job.mtime_ns, job.header.id, job.shape, summary.run_id)
@@ -429,9 +543,9 @@ class Importer:
         self.ledger.record_sources(self._pending_sources)
         self._pending_rows, self._pending_sources = [], []
 
-    def _send(self, plan: SessionPlan, applied: dict[tuple[str, str], tuple[str, str]]) -> None:
+    def _send(self, plan: SessionPlan, applied: dict[tuple[str, str], tuple[str, str]], sizes: list[int]) -> None:
         assert self.uploader is not None
-        for planned in plan.items:
+        for planned, size in zip(plan.items, sizes, strict=True):
             done = applied.get((planned.bank_id, planned.item.document_id))
             if done and done[0] == planned.item_hash and done[1] in ("sent", "confirmed"):
                 continue
@@ -443,7 +557,7 @@ class Importer:
                 metadata=item.metadata,
             )
             payload = item.payload()
-            self.uploader.add(row, payload, len(item.content.encode("utf-8")) + 1024)
+            self.uploader.add(row, payload, size + 1024)
 
     def _owner(self, session_id: str, path: str) -> str:
         """The one file that imports a session id: the first path, in sort order, of those that hold it."""

@@ -34,6 +34,8 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         if row.get("bank_id"):
             banks[row["bank_id"]] += 1
     documents = dict(db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+    failed = db.execute("SELECT path, line, reason FROM failed_files WHERE run_id = ? ORDER BY path",
+                        [run_id]).fetchall()
     return {
         "runs": [
             {"run_id": r[0], "command": r[1], "mode": r[2], "started_at": str(r[3]), "finished_at": str(r[4]),
@@ -47,4 +49,5 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         "skipped_by_reason": dict(skips.most_common()),
         "redactions_by_rule": dict(redactions.most_common()),
         "documents_by_status": documents,
+        "failed_files": [{"file": f[0], "line": f[1], "reason": f[2]} for f in failed],
     }

@@ -51,11 +51,28 @@ def worker_pool(jobs: int) -> ProcessPoolExecutor:
 def _worker_started(parent: int) -> None:
     """A worker must not outlive its import (a cron timeout or a kill ends the parent): on Linux the kernel ends
     it with its parent. Elsewhere it ends when the parent's queue closes."""
+    # Ctrl-C reaches the whole process group: the parent handles it (records the run, ends the workers); a
+    # worker would only print a traceback. SIGTERM (from the parent's end_workers) simply ends a worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent was gone before the request took effect
         os._exit(1)
+
+
+def end_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: queued plans are cancelled and running ones killed (a worker only reads session files and
+    holds nothing that must be saved). Waiting for them instead could take as long as the largest session."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=5)
 
 
 def plan_in_worker(task: PlanTask) -> tuple[SessionPlan | str, StageTimes]:

@@ -15,10 +15,12 @@ from hindsight_batch.sinks.ledger import Ledger
 from tests.conftest import MAIN_SAMPLE, REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest, seeded
 
 
-def run_import(runner: CliRunner, tmp_path: Path, *args: str, name: str = "out.jsonl") -> tuple[list[dict], dict]:  # type: ignore[type-arg]
+def run_import(
+    runner: CliRunner, tmp_path: Path, *args: str, name: str = "out.jsonl", exit_code: int = 0
+) -> tuple[list[dict], dict]:  # type: ignore[type-arg]
     manifest = tmp_path / name
     result = invoke(runner, "import", *args, "--manifest", str(manifest), "--json", "-q")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == exit_code, result.stderr
     return read_manifest(manifest), json.loads(result.output)
 
 
@@ -75,9 +77,9 @@ def test_jobs_plan_sessions_in_worker_processes_with_the_same_result(runner: Cli
     (corpus / "notes.jsonl").write_text('{"not": "a session"}\n')
     state = str(tmp_path / "state")
     one, s1 = run_import(runner, tmp_path, str(corpus), str(REAL_SAMPLES), "--include-content", "--state", state,
-                         name="one.jsonl")
+                         name="one.jsonl", exit_code=1)  # notes.jsonl failed
     many, s3 = run_import(runner, tmp_path, str(corpus), str(REAL_SAMPLES), "--include-content", "--state", state,
-                          "--jobs", "3", name="many.jsonl")
+                          "--jobs", "3", name="many.jsonl", exit_code=1)
     assert len(one) > 20 and s3["unchanged_files"] == 0  # every session was planned again, in the workers
     for row in one + many:
         row.pop("run_id")
@@ -85,6 +87,7 @@ def test_jobs_plan_sessions_in_worker_processes_with_the_same_result(runner: Cli
     varying = ("run_id", "seconds", "mb_per_second", "stage_seconds", "manifest")
     assert {k: v for k, v in s3.items() if k not in varying} == {k: v for k, v in s1.items() if k not in varying}
     assert s3["duplicate_sessions"] and s3["not_sessions"] and s3["malformed_lines"]
+    assert [Path(f["file"]).name for f in s3["failed_files"]] == ["notes.jsonl"]
 
 
 def test_a_changed_file_is_read_again(runner: CliRunner, tmp_path: Path) -> None:

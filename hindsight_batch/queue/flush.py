@@ -11,6 +11,7 @@ atomically, only while holding the extension's own lock.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -20,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_batch.config.model import Upload
-from hindsight_batch.errors import BusyError
+from hindsight_batch.errors import BusyError, HindsightBatchError, failure_reason, without_surrogates
 from hindsight_batch.queue.store import (
     MAX_RETRIES,
     Job,
     QueueLock,
     append_lines,
+    clean_text,
     now_iso,
     read_queue,
     rewrite_queue,
@@ -48,8 +50,10 @@ class FlushReport:
     retry_later: int = 0
     dead_lettered: int = 0
     quarantined: int = 0
+    surrogates_replaced: int = 0
     left: int = 0
     busy: bool = False
+    failed: bool = False  # the queue could not be read or rewritten (see errors)
     stopped_early: bool = False
     errors: list[str] = field(default_factory=list)
 
@@ -71,6 +75,11 @@ def unsafe_reason(job: Job, redactor: Redactor) -> str | None:
         rules = ", ".join(f"{rule}×{n}" for rule, n in sorted(findings.counts.items()))
         return f"holds a secret ({rules}) (S3): never sent"
     return None
+
+
+def _check_sendable(job: Job) -> None:
+    """Raise if the item cannot be encoded as the request body (surrogates were replaced when it was read)."""
+    json.dumps(job.item, ensure_ascii=False).encode("utf-8")
 
 
 def _operation_id(bank: str, jobs: list[Job]) -> str:
@@ -102,15 +111,20 @@ class QueueFlusher:
     def flush(self, path: Path) -> FlushReport:
         report = FlushReport(str(path))
         lock = QueueLock(path)
-        if not self._dry_run:
-            try:
-                lock.acquire()
-            except BusyError as exc:
-                report.busy = True
-                report.errors.append(str(exc))
-                return report
         try:
+            if not self._dry_run:
+                try:
+                    lock.acquire()
+                except BusyError as exc:
+                    report.busy = True
+                    report.errors.append(str(exc))
+                    return report
             self._flush_locked(path, report, lock)
+        except HindsightBatchError:
+            raise  # the server refused our credentials or cannot be reached: every queue would fail alike
+        except Exception as exc:  # this queue only (unreadable, its folder unwritable): the others are flushed
+            report.failed = True
+            report.errors.append(f"queue not flushed: {failure_reason(exc)}")
         finally:
             lock.release()
         return report
@@ -122,7 +136,15 @@ class QueueFlusher:
         remaining: list[Job] = []
         dead: list[dict[str, Any]] = []
         for job in contents.jobs:
-            reason = unsafe_reason(job, self._redactor)
+            report.surrogates_replaced += job.surrogates
+            try:  # one job that breaks a check is dead-lettered; it never stops the queue
+                reason = unsafe_reason(job, self._redactor)
+                if reason is None:
+                    _check_sendable(job)
+            except HindsightBatchError:
+                raise
+            except Exception as exc:
+                reason = f"could not be checked or encoded: {failure_reason(exc)}"
             if reason:
                 dead.append(self._dead_record(job, reason))
             else:
@@ -133,22 +155,39 @@ class QueueFlusher:
             report.left = report.jobs - len(dead)
             return
         # Side files first, then the queue: a kill in between leaves a job in both, never in neither (S5).
-        append_lines(side_file(path, "malformed"), [
-            {"quarantinedAt": now_iso(), "sourceQueue": str(path), "line": line.decode("utf-8", "replace"),
-             "reason": why} for line, why in contents.malformed
-        ])
+        append_lines(side_file(path, "malformed"), [self._quarantine_record(path, line, why)
+                                                     for line, why in contents.malformed])
         self._dead_letter(path, dead)
         rewrite_queue(path, [j.line for j in remaining])
         self._send(path, remaining, report, lock)
 
+    def _redacted(self, text: str) -> str:
+        return self._redactor.redact_text(without_surrogates(text)[0], Findings())
+
+    def _quarantine_record(self, path: Path, line: bytes, why: str) -> dict[str, Any]:
+        """A line that is not a job, kept for a person to look at: as text, redacted like everything written (the
+        text of a line that is not even JSON may still hold a pasted key)."""
+        return {"quarantinedAt": now_iso(), "sourceQueue": str(path),
+                "line": self._redacted(line.decode("utf-8", "replace")), "reason": self._redacted(why)}
+
     def _dead_record(self, job: Job, reason: str) -> dict[str, Any]:
-        record = dict(job.raw)
-        record.setdefault("id", job.key)
-        if "secret" in reason:  # the dead-letter file stays on this machine, but keep the value out of it too
-            findings = Findings()
-            record = self._redactor.redact_value(record, findings)
+        """The job as queued, redacted (the file stays on this machine, but no secret is written anywhere), with
+        why it will not be sent."""
+        record: dict[str, Any]
+        try:
+            raw, _ = clean_text(job.raw)
+            record = dict(self._redactor.redact_value(raw, Findings()))
+            json.dumps(record, ensure_ascii=False).encode("utf-8")
+        except Exception:  # a record that cannot be rebuilt is kept as its redacted line
+            record = {"line": self._redacted(job.line.decode("utf-8", "replace"))}
+        # A job of the layout without ids is known by a hash of its line, which may hold the secret it was
+        # refused for: a hash of a line otherwise written here would let a guess be checked. The record is known
+        # by a hash of its redacted line instead (still the same across runs, for append_lines).
+        own_id = isinstance(job.raw.get("id"), str) and job.raw["id"]
+        redacted_line = self._redacted(job.line.decode("utf-8", "replace"))
+        record["id"] = job.key if own_id else "line-sha256:" + hashlib.sha256(redacted_line.encode()).hexdigest()[:32]
         record["deadLetteredAt"] = now_iso()
-        record["lastError"] = reason
+        record["lastError"] = self._redacted(reason)
         return record
 
     def _dead_letter(self, path: Path, records: list[dict[str, Any]]) -> None:
@@ -163,11 +202,12 @@ class QueueFlusher:
         work = list(jobs)  # what this flush still tries
         open_ops: list[tuple[str, str]] = []
         sent_docs: set[tuple[str, str]] = set()
+        alone: set[str] = set()  # jobs of a rejected request, tried again one per request
         while work:
             if self._out_of_time() or (self._budget is not None and self._budget <= 0):
                 report.stopped_early = True
                 break
-            batch = self._next_batch(work, sent_docs)
+            batch = self._next_batch(work, sent_docs, alone)
             if not batch:  # the head job's document is still being processed: wait, then go on in order
                 self._wait(open_ops)
                 open_ops.clear()
@@ -179,6 +219,11 @@ class QueueFlusher:
             try:
                 self._client.retain(bank, [j.item for j in batch], op)
             except RequestRejected as exc:
+                if len(batch) > 1 and exc.status < 500:
+                    # The server refused the request for something in it: one bad job must not take the others
+                    # with it, so each is sent on its own and only the one refused counts a failure.
+                    alone.update(keys)
+                    continue
                 in_file = self._failed(path, in_file, batch, str(exc), report)
                 # Later jobs for the same documents wait for the failed ones (appends stay in order).
                 blocked = {(j.bank_id, j.document_id) for j in batch if j.document_id}
@@ -196,12 +241,12 @@ class QueueFlusher:
             lock.heartbeat()
         report.left = len(in_file)
 
-    def _next_batch(self, queue: list[Job], sent_docs: set[tuple[str, str]]) -> list[Job]:
+    def _next_batch(self, queue: list[Job], sent_docs: set[tuple[str, str]], alone: set[str]) -> list[Job]:
         batch: list[Job] = []
         size = 0
         docs: set[str] = set()
         for job in queue:
-            if batch and job.bank_id != batch[0].bank_id:
+            if batch and (job.bank_id != batch[0].bank_id or job.key in alone or batch[0].key in alone):
                 break
             doc = job.document_id
             if doc and ((job.bank_id, doc) in sent_docs or doc in docs):
@@ -232,6 +277,7 @@ class QueueFlusher:
                 report: FlushReport) -> list[Job]:
         """Count a failure on each job of ``batch`` (kept in place), dead-lettering those out of retries."""
         failed = {j.key for j in batch}
+        error = self._redacted(error)  # a server's detail may quote the content it refused
         dead: list[dict[str, Any]] = []
         kept: list[Job] = []
         for job in in_file:

@@ -23,6 +23,8 @@ import json
 import os
 import secrets
 import shutil
+import stat
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,12 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.errors import BusyError
+from hindsight_batch.errors import BusyError, failure_reason, without_surrogates
 
 STALE_SECONDS = 30.0
 WAIT_SECONDS = 5.0  # the extension's own wait for a live lock, retried every 25 ms
 RETRY_SECONDS = 0.025
 MAX_RETRIES = 5
+MAX_DEPTH = 64  # a job is a few flat fields; anything nested deeper is not one (and would strain every encoder)
 
 
 def now_iso() -> str:
@@ -52,6 +55,7 @@ class Job:
     raw: dict[str, Any]
     line: bytes
     retries: int = 0
+    surrogates: int = 0  # lone surrogates replaced by U+FFFD in ``item`` (a JS string cut mid-pair holds one)
 
     @property
     def document_id(self) -> str | None:
@@ -87,9 +91,50 @@ def _scopes(value: Any) -> Any:
     raise InvalidJob("observation scopes must be a keyword or a list of lists of strings")
 
 
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether containers nest deeper than ``limit`` (iterative: a recursive walk would fail on the input it
+    is meant to refuse)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict | list):
+            if depth >= limit:
+                return True
+            children = current.values() if isinstance(current, dict) else current
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def clean_text(value: Any) -> tuple[Any, int]:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD, and how many: such text
+    can be neither sent nor written as UTF-8."""
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if isinstance(value, list):
+        total = 0
+        items = []
+        for item in value:
+            cleaned, count = clean_text(item)
+            items.append(cleaned)
+            total += count
+        return items, total
+    if isinstance(value, dict):
+        total = 0
+        mapping = {}
+        for key, item in value.items():
+            clean_key, key_count = clean_text(key)
+            cleaned, count = clean_text(item)
+            mapping[clean_key] = cleaned
+            total += key_count + count
+        return mapping, total
+    return value, 0
+
+
 def parse_job(obj: Any, line: bytes) -> Job:
     if not isinstance(obj, dict):
         raise InvalidJob("not a JSON object")
+    if _too_deep(obj):
+        raise InvalidJob(f"nested deeper than {MAX_DEPTH} levels")
     nested = isinstance(obj.get("item"), dict)
     source = obj["item"] if nested else obj
     bank = obj.get("bankId")
@@ -127,7 +172,10 @@ def parse_job(obj: Any, line: bytes) -> Job:
     job_id = obj.get("id")
     key = job_id if isinstance(job_id, str) and job_id else hashlib.sha256(line).hexdigest()[:32]
     retries = obj.get("retries")
-    return Job(key, bank, item, obj, line, retries if isinstance(retries, int) and retries >= 0 else 0)
+    item, surrogates = clean_text(item)
+    bank, in_bank = without_surrogates(bank)
+    return Job(key, bank, item, obj, line, retries if isinstance(retries, int) and retries >= 0 else 0,
+               surrogates + in_bank)
 
 
 @dataclass
@@ -145,8 +193,10 @@ def read_queue(path: Path) -> QueueContents:
         try:
             obj = json.loads(line)
             contents.jobs.append(parse_job(obj, line))
-        except (ValueError, UnicodeDecodeError) as exc:
-            contents.malformed.append((line, str(exc)[:200]))
+        except RecursionError:
+            contents.malformed.append((line, "nested too deeply to be a job"))
+        except Exception as exc:  # whatever a line holds, it is this line's problem, never the queue's
+            contents.malformed.append((line, failure_reason(exc)))
     return contents
 
 
@@ -277,32 +327,67 @@ def side_file(queue: Path, kind: str) -> Path:
     return queue.with_name(f"{queue.name.removesuffix('.jsonl')}.{kind}.jsonl")
 
 
-def _atomic_write(path: Path, lines: list[bytes]) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    with temp.open("wb") as out:
-        out.write(b"".join(line + b"\n" for line in lines))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
+def _atomic_write(path: Path, lines: list[bytes], *, private: bool) -> None:
+    """Replace ``path`` with ``lines``: written to a temporary file beside it, fsynced, renamed over it (a kill
+    leaves the old file or the new one). ``private``: mode 0600 whatever the umask (dead letters and quarantined
+    lines hold transcript text); otherwise the file keeps the mode and owner it had (the extension's queue)."""
+    try:
+        before = path.stat()
+    except FileNotFoundError:
+        before = None
+    # mkstemp creates the file 0600 whatever the umask: what a private file keeps.
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(b"".join(line + b"\n" for line in lines))
+            out.flush()
+            if not private and before is not None:
+                os.fchmod(out.fileno(), stat.S_IMODE(before.st_mode))
+                if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(PermissionError):  # only root may give a file away
+                        os.fchown(out.fileno(), before.st_uid, before.st_gid)
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def rewrite_queue(path: Path, keep: list[bytes]) -> None:
-    """Replace the queue with ``keep`` (its remaining lines), atomically, under the caller's lock."""
-    _atomic_write(path, keep)
+    """Replace the queue with ``keep`` (its remaining lines), atomically, under the caller's lock; the queue keeps
+    its mode and owner."""
+    _atomic_write(path, keep, private=False)
+
+
+def _record_key(record: dict[str, Any]) -> tuple[str, str] | None:
+    """What makes two side-file records the same one: a job's id, or a quarantined line's (redacted) text."""
+    if isinstance(record.get("id"), str):
+        return ("id", record["id"])
+    if isinstance(record.get("line"), str):
+        return ("line", f"{record.get('sourceQueue')}\n{record['line']}")
+    return None
 
 
 def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
-    """Add records to a side file (dead letters, malformed lines); written before the queue drops them."""
+    """Add records to a side file (dead letters, malformed lines); written before the queue drops them, so a kill
+    in between leaves them in both: each record is added only if the file does not hold it yet (same job id, or
+    the same redacted line from the same queue), and a run after a kill adds nothing twice."""
     if not records:
         return
     existing = path.read_bytes() if path.exists() else b""
     lines = [line for line in existing.split(b"\n") if line.strip()]
     seen = set()
     for line in lines:
-        with contextlib.suppress(ValueError, AttributeError):
-            seen.add(json.loads(line).get("id"))
+        with contextlib.suppress(ValueError, AttributeError, RecursionError):
+            seen.add(_record_key(json.loads(line)))
+    added = False
     for record in records:
-        if record.get("id") is not None and record.get("id") in seen:
-            continue  # the dead-letter file holds each job once
+        key = _record_key(record)
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
         lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode())
-    _atomic_write(path, lines)
+        added = True
+    if added:
+        _atomic_write(path, lines, private=True)

@@ -22,7 +22,7 @@ from typing import IO, Any
 import duckdb
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.errors import BusyError
+from hindsight_batch.errors import BusyError, UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
 
 _SCHEMA = """
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE TABLE IF NOT EXISTS manifest (
     run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
     reason VARCHAR, "row" VARCHAR);
+CREATE TABLE IF NOT EXISTS failed_files (run_id VARCHAR, path VARCHAR, line BIGINT, reason VARCHAR);
 """
 
 
@@ -79,11 +80,34 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+class LedgerPathError(UsageError):
+    """The state folder cannot be created or written (exit 2; the CLI makes it 3 when the folder came from the
+    environment rather than ``--state``)."""
+
+
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
-        private_dir(state_dir)
         self.path = state_dir / "ledger.duckdb"
-        self._lock: IO[str] | None = open_private(state_dir / "ledger.lock", "a")
+        created = _missing_folders(state_dir)
+        lock_path = state_dir / "ledger.lock"
+        lock_existed = lock_path.exists()
+        self._lock: IO[str] | None = None
+        try:
+            private_dir(state_dir)
+            self._lock = open_private(lock_path, "a")
+        except OSError as exc:
+            self._undo(created, lock_path, lock_existed)
+            problem = exc.strerror or type(exc).__name__
+            raise LedgerPathError(f"state folder {state_dir}: cannot create or write it: {problem}") from None
         try:
             fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -100,10 +124,29 @@ class Ledger:
             self.db = duckdb.connect(str(self.path), config={"threads": 1})
             os.chmod(self.path, PRIVATE_FILE)
             self.db.execute(_SCHEMA)
+            # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
+            self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
+        except (OSError, duckdb.Error) as exc:
+            self._umask.close()
+            self._unlock()
+            self._undo(created, lock_path, lock_existed)
+            raise LedgerPathError(f"ledger {self.path}: cannot open it: {' '.join(str(exc).split())[:300]}") from None
         except BaseException:
             self._umask.close()
             self._unlock()
             raise
+
+    @staticmethod
+    def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
+        """Leave nothing behind after a failed start: the lock file and the folders this start created."""
+        if created and not lock_existed:
+            with contextlib.suppress(OSError):
+                lock_path.unlink(missing_ok=True)
+        for folder in created:  # deepest first; a folder someone filled meanwhile stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
 
     def close(self) -> None:
         self.db.close()
@@ -142,6 +185,11 @@ class Ledger:
             "UPDATE runs SET finished_at = ?, status = ?, summary = ? WHERE run_id = ?",
             [_now(), status, json.dumps(summary), run_id],
         )
+
+    def record_failed_files(self, run_id: str, failed: list[dict[str, Any]]) -> None:
+        """Files the run could not read or plan: (file, line where known, reason)."""
+        self._insert("INSERT INTO failed_files VALUES", 4,
+                     [[run_id, f["file"], f.get("line"), f["reason"]] for f in failed])
 
     # sources
     def sources(self) -> dict[str, SourceState]:

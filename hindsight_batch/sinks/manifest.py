@@ -7,12 +7,15 @@ item content that would be (or was) uploaded. The file is 0600 (``fsutil``): wit
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hindsight_batch.fsutil import open_private
+from hindsight_batch.errors import UsageError
+from hindsight_batch.fsutil import PRIVATE_FILE
 from hindsight_batch.routing.models import MemoryRouteDecision
 
 
@@ -54,11 +57,24 @@ class ManifestRow(BaseModel):
 
 
 class ManifestWriter:
-    """Writes rows as they come; the file is complete (and flushed) when the run ends."""
+    """Writes rows as they come, to a temporary file beside the manifest (``.<name>.<random>.partial``), renamed
+    over ``path`` only when the run completes: a manifest at ``path`` is always a complete one. An interrupted or
+    failed run removes its temporary file; only a killed one (SIGKILL) leaves it, visibly partial by its name."""
 
     def __init__(self, path: Path | None) -> None:
-        self._file: IO[str] | None = open_private(path, "w", encoding="utf-8") if path else None
+        self.path = path
         self.rows = 0
+        self._file: IO[str] | None = None
+        self._temp: Path | None = None
+        if path is not None:
+            try:
+                fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+            except OSError as exc:
+                problem = exc.strerror or type(exc).__name__
+                raise UsageError(f"--manifest {path}: cannot write in {path.parent}: {problem}") from None
+            os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
+            self._temp = Path(name)
+            self._file = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, row: ManifestRow) -> None:
         self.write_json(row.as_json())
@@ -68,6 +84,25 @@ class ManifestWriter:
             self._file.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.rows += 1
 
-    def close(self) -> None:
+    def write_line(self, line: str) -> None:
+        """A row already serialized (one line, no newline)."""
         if self._file is not None:
-            self._file.close()
+            self._file.write(line + "\n")
+        self.rows += 1
+
+    def close(self, complete: bool = True) -> None:
+        """Finish: rename the rows into place when the run ``complete``d, otherwise remove them."""
+        if self._file is None or self._temp is None or self.path is None:
+            return
+        file, temp = self._file, self._temp
+        self._file = self._temp = None
+        try:
+            if complete:
+                file.flush()
+                os.fsync(file.fileno())
+            file.close()
+            if complete:
+                os.replace(temp, self.path)
+        finally:
+            if not complete or temp.exists():
+                temp.unlink(missing_ok=True)
