@@ -349,6 +349,9 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
     out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
         f"{data['glued_lines']}; truncated last lines {data['truncated_tails']}")
+    if data["invalid_utf8_lines"] or data["surrogates_replaced"]:
+        out(f"  replaced by U+FFFD: invalid UTF-8 on {data['invalid_utf8_lines']} lines; "
+            f"{data['surrogates_replaced']} lone surrogates")
     for problem in data["malformed"][:10]:
         out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
     out(f"  messages kept {data['messages_kept']}; dropped: {_counts(data['messages_dropped'])}")

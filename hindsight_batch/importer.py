@@ -91,6 +91,8 @@ class ImportSummary:
     malformed_total: int = 0
     glued_lines: int = 0
     truncated_tails: int = 0
+    invalid_utf8_lines: int = 0
+    surrogates_replaced: int = 0
     messages_kept: int = 0
     messages_dropped: Counter[str] = field(default_factory=Counter)
     blocks_removed: Counter[str] = field(default_factory=Counter)
@@ -137,6 +139,8 @@ class ImportSummary:
             "malformed": self.malformed_lines[: self.MAX_LISTED],
             "glued_lines": self.glued_lines,
             "truncated_tails": self.truncated_tails,
+            "invalid_utf8_lines": self.invalid_utf8_lines,
+            "surrogates_replaced": self.surrogates_replaced,
             "messages_kept": self.messages_kept,
             "messages_dropped": dict(sorted(self.messages_dropped.items())),
             "blocks_removed": dict(sorted(self.blocks_removed.items())),
@@ -628,6 +632,8 @@ class Importer:
                 )
         summary.glued_lines += len(session.glued_lines)
         summary.truncated_tails += int(session.truncated_tail)
+        summary.invalid_utf8_lines += session.invalid_utf8_lines
+        summary.surrogates_replaced += session.surrogates_replaced
         summary.messages_kept += plan.kept
         summary.messages_dropped.update(plan.dropped)
         summary.blocks_removed.update(plan.removed)

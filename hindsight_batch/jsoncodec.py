@@ -4,6 +4,11 @@ Parsing session lines and serializing records is most of an import's work; orjso
 faster than :mod:`json` (``scripts/bench.py``). It refuses a few things a session file may hold (a lone surrogate
 escape written by JavaScript, NaN, invalid UTF-8); those lines go to the standard library, which reads them as
 before, so what is read never depends on which parser read it.
+
+The standard library is never handed a line unguarded: a number literal over :data:`MAX_NUMBER_CHARS` characters
+(an integer: floats parse in linear time) and nesting deeper than the interpreter's recursion limit are parse
+errors (``json.JSONDecodeError``), not a
+``ValueError`` or ``RecursionError`` escaping from the parser. (orjson has its own cap: 1,024 levels.)
 """
 
 from __future__ import annotations
@@ -13,8 +18,39 @@ from typing import Any
 
 import orjson
 
+MAX_NUMBER_CHARS = 4300  # Python's own cap on int() of a decimal string (float() is linear: no cap needed)
 _STD_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _STD_DUMPS_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+class NumberTooLong(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise NumberTooLong(f"number literal over {MAX_NUMBER_CHARS:,} characters")
+    return int(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # JavaScript's JSON.parse (pi) refuses NaN and Infinity too
+
+
+LENIENT = json.JSONDecoder(parse_int=_parse_int)
+STRICT = json.JSONDecoder(parse_int=_parse_int, parse_constant=_no_constant)
+
+
+def raw_decode(decoder: json.JSONDecoder, text: str, pos: int) -> tuple[Any, int]:
+    """``decoder.raw_decode`` with every failure turned into :class:`json.JSONDecodeError`."""
+    try:
+        return decoder.raw_decode(text, pos)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deep", text, pos) from None
+    except ValueError as exc:  # a number literal too long, NaN in strict mode
+        raise json.JSONDecodeError(str(exc), text, pos) from None
 
 
 def loads(data: bytes | bytearray | str) -> Any:
@@ -22,7 +58,13 @@ def loads(data: bytes | bytearray | str) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        pass
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+    start = len(text) - len(text.lstrip(" \t\r\n"))
+    value, end = raw_decode(LENIENT, text, start)
+    if text[end:].strip(" \t\r\n"):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:

@@ -9,7 +9,7 @@ and keeps the work linear: each match is tried once per occurrence of an anchor.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 
 def lower(text: str) -> str:
@@ -22,10 +22,16 @@ def lower(text: str) -> str:
 
 
 def anchored_matches(
-    pattern: re.Pattern[str], text: str, lowered: str, anchors: Iterable[str]
+    pattern: re.Pattern[str],
+    text: str,
+    lowered: str,
+    anchors: Iterable[str],
+    accept: Callable[[re.Match[str]], bool] | None = None,
 ) -> Iterator[re.Match[str]]:
     """Non-overlapping matches of ``pattern`` in ``text``, in order, each starting where a (lowercase) anchor
-    occurs in ``lowered`` (from :func:`lower`). Every match of the pattern must start with one of the anchors."""
+    occurs in ``lowered`` (from :func:`lower`). Every match of the pattern must start with one of the anchors.
+    A match ``accept`` refuses is not yielded and does not hide a later anchor inside it ("bearer token X": the
+    word "token" is refused as the value of "bearer", then "token X" is tried)."""
     starts: set[int] = set()
     for anchor in anchors:
         pos = lowered.find(anchor)
@@ -33,10 +39,19 @@ def anchored_matches(
             starts.add(pos)
             pos = lowered.find(anchor, pos + 1)
     covered = 0
-    for pos in sorted(starts):
+    ordered = sorted(starts)
+    for index, pos in enumerate(ordered):
         if pos < covered:
             continue
         match = pattern.match(text, pos)
-        if match is not None:
+        if match is None:
+            continue
+        if accept is None or accept(match):
             covered = max(match.end(), pos + 1)
             yield match
+            continue
+        # Refused: the text up to its end is done with, unless the refused value itself begins at the next anchor.
+        covered = match.end()
+        value_start = match.start(match.lastindex or 0)
+        if index + 1 < len(ordered) and ordered[index + 1] == value_start:
+            covered = value_start

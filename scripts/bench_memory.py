@@ -6,7 +6,12 @@ ordinary turns, then runs ``hindsight-batch import`` on it in a child process, t
 (tool results not retained) and with tool-result text retained (every big line goes through projection and
 redaction), and prints the child's peak RSS and throughput.
 
+``--shapes`` measures instead one session holding a single pathological line of ``--shape-mb`` (default 64) MB
+between ordinary turns, per shape: nested ``[`` arrays, tiny strings, one huge number literal, and tiny values in a
+line just under the 8 MB big-line size (the dense-line path). Target: every shape ≤ 250 MB, no crash.
+
     .venv/bin/python scripts/bench_memory.py [--size-mb 1000] [--line-mb 50] [--keep]
+    .venv/bin/python scripts/bench_memory.py --shapes [--shape-mb 64]
 """
 
 from __future__ import annotations
@@ -48,6 +53,42 @@ def build(path: Path, size_mb: int, line_mb: int) -> int:
         return out.tell()
 
 
+SHAPES = ("nested-arrays", "tiny-strings", "huge-number", "tiny-values-under-8mb", "tiny-strings-retained")
+
+
+def build_shape(path: Path, shape: str, line_mb: int) -> int:
+    """A short session with one pathological line of ``line_mb`` MB (a tool result's content) in the middle.
+    Written in pieces: this process forks the measured one, and a child's peak RSS starts at its parent's."""
+    size = line_mb * 1_000_000 if shape != "tiny-values-under-8mb" else 8_000_000 - 200
+    unit, opening, closing = {
+        "nested-arrays": (b"[", b"", b""),
+        "huge-number": (b"9", b"", b""),
+        "tiny-values-under-8mb": (b"[],", b"[", b"[]]"),
+    }.get(shape, (b'{"type":"text","text":"a"},', b"[", b'{"type":"text","text":"a"}]'))
+    head = {"type": "session", "version": 3, "id": "bench-shape", "timestamp": "2026-05-01T10:00:00.000Z",
+            "cwd": "/bench/project"}
+    parent = None
+    with path.open("wb") as out:
+        out.write(json.dumps(head).encode() + b"\n")
+        for n, role in enumerate(("user", "assistant", "toolResult", "assistant")):
+            entry_id = f"{n:08x}"
+            prefix = (f'{{"type":"message","id":"{entry_id}","parentId":{json.dumps(parent)},'
+                      f'"timestamp":"2026-05-01T10:00:00.000Z","message":{{"role":"{role}",')
+            if role == "toolResult":
+                out.write(prefix.encode() + b'"toolCallId":"c1","toolName":"bash","content":' + opening)
+                count = (size - len(opening) - len(closing)) // len(unit)
+                while count > 0:  # about 1 MB at a time
+                    step = min(count, 1_000_000 // len(unit))
+                    out.write(unit * step)
+                    count -= step
+                out.write(closing + b"}}\n")
+            else:
+                text = json.dumps([{"type": "text", "text": f"{role} text {n}"}])
+                out.write(f'{prefix}"content":{text}}}}}\n'.encode())
+            parent = entry_id
+        return out.tell()
+
+
 def run(path: Path, work: Path, config: dict[str, object] | None) -> dict[str, float]:
     args = [sys.executable, "-m", "hindsight_batch", "import", str(path), "--manifest", str(work / "m.jsonl"),
             "--state", str(work / f"state-{time.monotonic_ns()}"), "--json", "-q"]
@@ -74,7 +115,25 @@ def main() -> None:
     parser.add_argument("--case", choices=["default", "tool-text"], default=None,
                         help="run one case only (each case needs its own process for a clean peak)")
     parser.add_argument("--keep", action="store_true", help="keep the generated file")
+    parser.add_argument("--shapes", action="store_true", help="measure the pathological one-line shapes")
+    parser.add_argument("--shape", choices=SHAPES, help="measure one shape (each needs its own process)")
+    parser.add_argument("--shape-mb", type=int, default=64)
     args = parser.parse_args()
+    if args.shapes:
+        for shape in SHAPES:  # each in a fresh process: RUSAGE_CHILDREN keeps the maximum over all children
+            subprocess.run([sys.executable, __file__, "--shape", shape, "--shape-mb", str(args.shape_mb)], check=True)
+        return
+    if args.shape:
+        work = Path(tempfile.mkdtemp(prefix="hb-mem-"))
+        path = work / "shape.jsonl"
+        size = build_shape(path, args.shape, args.shape_mb)
+        config = {"retainContent": {"toolResult": ["text"]}} if args.shape.endswith("-retained") else None
+        result = run(path, work, config)
+        verdict = "OK" if result["peak_rss_mb"] <= 250 else "OVER 250 MB"
+        print(f"{args.shape:22s} line {size / 1e6:5.1f} MB  peak RSS {result['peak_rss_mb']:6.1f} MB  "
+              f"{result['seconds']:6.1f} s  kept {result['messages_kept']}  {verdict}")
+        path.unlink()
+        return
     work = Path(tempfile.mkdtemp(prefix="hb-mem-"))
     path = work / "huge.jsonl"
     size = build(path, args.size_mb, args.line_mb)

@@ -22,3 +22,21 @@ def adversarial_inputs(megabytes: int = 10) -> dict[str, str]:
         "cookie-run": "cookie:" * (n // 7),
         "url-userinfo": ("x://" + "u" * 250 + ":" + "p" * 250) * (n // 505),
     }
+
+
+def near_misses(size: int, literals: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """For every rule (``literals``: rule id -> the literals it starts at or needs), inputs that hold its literals
+    thousands of times but never quite a secret: the literal alone, then a value one character too short, then a
+    value far past the rule's bound, each repeated to ``size`` characters."""
+    n = size
+    out: dict[str, str] = {}
+    for rule, lits in literals.items():
+        for lit in lits[:3]:
+            for kind, unit in (
+                ("repeat", lit),
+                ("short", lit + "=Ab1" + " "),
+                ("spaced", lit + " is Ab1Cd\n"),
+                ("long", lit + "Ab1" * 1500 + " "),
+            ):
+                out[f"{rule}/{lit.strip()}/{kind}"] = unit * max(1, n // len(unit))
+    return out

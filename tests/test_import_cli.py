@@ -114,17 +114,20 @@ def test_session_files_are_opened_read_only(runner: CliRunner, tmp_path: Path) -
 
 
 def test_lines_only_javascript_writes_are_read_like_any_other(runner: CliRunner, tmp_path: Path) -> None:
-    """pi (JavaScript) can write a lone surrogate escape (an emoji cut in half) and numbers such as NaN: the fast
-    JSON parser refuses those, so they go to the standard library; nothing is lost or reported malformed."""
+    """pi (JavaScript) can write a lone surrogate escape (an emoji cut in half): the fast JSON parser refuses it,
+    so the line goes to the standard library; nothing is lost or reported malformed, and the half emoji becomes
+    U+FFFD at read time. (NaN, which JSON.stringify never writes and JSON.parse refuses, is malformed for pi and
+    so for us: test_hardened_reading.py.)"""
     b = SessionBuilder()
     b.user("first question")
     b.lines.append('{"type":"message","id":"e9","parentId":"e1","timestamp":"2026-05-01T10:00:05.000Z","message":'
-                   '{"role":"user","content":[{"type":"text","text":"cut emoji \\ud83d here"}],"timestamp":NaN}}')
+                   '{"role":"user","content":[{"type":"text","text":"cut emoji \\ud83d here"}],"timestamp":1e400}}')
     path = b.write(tmp_path / "sessions" / "--work-demo--" / "s.jsonl")
     rows, summary = run_import(runner, tmp_path, str(path), "--include-content")
     assert summary["malformed_lines"] == 0 and summary["messages_kept"] == 2
+    assert summary["surrogates_replaced"] == 1
     content = "\n".join(row["content"] for row in rows)
-    assert "first question" in content and "cut emoji ? here" in content  # the half emoji becomes '?'
+    assert "first question" in content and "cut emoji \ufffd here" in content
 
 
 def test_summary_reports_malformed_lines_by_file_and_line_and_the_truncated_tail(

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_batch.errors import BusyError, failure_reason, without_surrogates
+from hindsight_batch.session.jsonl import replace_lone_surrogates
 
 STALE_SECONDS = 30.0
 WAIT_SECONDS = 5.0  # the extension's own wait for a live lock, retried every 25 ms
@@ -106,27 +107,12 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 
 def clean_text(value: Any) -> tuple[Any, int]:
-    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD, and how many: such text
-    can be neither sent nor written as UTF-8."""
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD (containers in place), and
+    how many: such text can be neither sent nor written as UTF-8."""
     if isinstance(value, str):
         return without_surrogates(value)
-    if isinstance(value, list):
-        total = 0
-        items = []
-        for item in value:
-            cleaned, count = clean_text(item)
-            items.append(cleaned)
-            total += count
-        return items, total
-    if isinstance(value, dict):
-        total = 0
-        mapping = {}
-        for key, item in value.items():
-            clean_key, key_count = clean_text(key)
-            cleaned, count = clean_text(item)
-            mapping[clean_key] = cleaned
-            total += key_count + count
-        return mapping, total
+    if isinstance(value, dict | list):
+        return value, replace_lone_surrogates(value)
     return value, 0
 
 

@@ -20,12 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
 from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME, Rule, looks_secret, private_url_rule
+from hindsight_batch.redaction.values import shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
 
 _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
 _PEM_LABEL = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40}+)-----")
 _MAX_FINGERPRINTS = 50
+# An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
+_AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
+_AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_PAIR_DISTANCE = 300
 
 
 def marker(rule_id: str) -> str:
@@ -74,16 +80,51 @@ def _probes(gates: dict[str, tuple[str, ...]]) -> dict[_Probe, tuple[str, ...]]:
     regex engine skips ahead to that character as fast as ``find`` does, so one pass replaces several (ten gates
     begin with "a"). A gate alone on its character stays a plain string search."""
     by_first: dict[str, list[str]] = {}
+    dashed: list[str] = []
     for gate in gates:
-        by_first.setdefault(gate[0], []).append(gate)
+        if gate.endswith("-") and len(gate) > 1 and not gate.startswith("-"):
+            dashed.append(gate)  # "sk-", "glpat-", "hrku-", "key-": one search for "-", looking behind it
+            continue
+        # Gates are grouped by their first letter: the pattern stops at every occurrence of it. One that begins
+        # with punctuation (":aa", "-----begin ") joins the group of its first letter, looking behind it for the
+        # rest: ":" (JSON's key separator) or "-" would stop a pattern everywhere.
+        letter = next((c for c in gate if c.isalpha()), gate)
+        by_first.setdefault(letter, []).append(gate)
+    # A gate in a group of one or two costs (most of) a pass of its own: it joins the largest group of a later
+    # letter of its own instead ("dapi" as "api" looking behind for "d", in the group of "a"), when there is one.
+    for letter, group in sorted(by_first.items(), key=lambda item: len(item[1])):
+        if len(group) > 2 or not letter.isalpha():
+            continue
+        for gate in list(group):
+            hosts = [c for c in gate[gate.find(letter) + 1 :] if c != letter and len(by_first.get(c, ())) >= 2]
+            if hosts:
+                by_first[max(hosts, key=lambda c: len(by_first[c]))].append(gate)
+                group.remove(gate)
+        if not group:
+            del by_first[letter]
     probes: dict[_Probe, tuple[str, ...]] = {}
-    for group in by_first.values():
+    if dashed:
+        # One look-behind per length (an alternation of equal widths is fixed-width): a few checks per "-".
+        by_width: dict[int, list[str]] = {}
+        for gate in sorted(dashed):
+            by_width.setdefault(len(gate), []).append(re.escape(gate))
+        behind = "|".join(f"(?<={'|'.join(same)})" for _width, same in sorted(by_width.items()))
+        probes[re.compile(f"-(?:{behind})")] = tuple(sorted({lit for gate in dashed for lit in gates[gate]}))
+    for letter, group in by_first.items():
         if len(group) == 1:
             probes[group[0]] = gates[group[0]]
         else:
-            pattern = re.compile("|".join(re.escape(gate) for gate in sorted(group, key=len, reverse=True)))
+            pattern = re.compile("|".join(_from_letter(gate, letter) for gate in sorted(group, key=len, reverse=True)))
             probes[pattern] = tuple(sorted({lit for gate in group for lit in gates[gate]}))
     return probes
+
+
+def _from_letter(gate: str, letter: str) -> str:
+    """A pattern for ``gate`` that starts at ``letter`` in it and looks behind for what comes before."""
+    at = gate.find(letter)
+    if at <= 0:
+        return re.escape(gate)
+    return f"{re.escape(gate[at:])}(?<={re.escape(gate)})"
 
 
 def _byte_probe(probe: _Probe) -> _ByteProbe:
@@ -99,6 +140,11 @@ class Redactor:
     def __init__(self, key: bytes | None = None, private_hosts: tuple[str, ...] = ()) -> None:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._rules: tuple[Rule, ...] = (*RULES, private_url_rule(private_hosts))
+        # For each literal, the rules (by position) that it lets in: a text is tried only against those.
+        self._rules_of: dict[str, tuple[int, ...]] = {}
+        for index, rule in enumerate(self._rules):
+            for lit in rule.literals:
+                self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         self._gates = _probes(_gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()}))
         self._byte_gates = {
             _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
@@ -155,9 +201,11 @@ class Redactor:
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
             lowered = lower(text)
-        for rule in self._rules:
-            if present.isdisjoint(rule.literals):
-                continue
+        if not present.isdisjoint(_AWS_KEY_IDS):
+            text = self._redact_aws_pairs(text, findings)
+            lowered = lower(text)
+        for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
+            rule = self._rules[index]
             pieces: list[str] = []
             last = 0
             for match in self._matches(rule, text, lowered, present):
@@ -173,22 +221,52 @@ class Redactor:
     @staticmethod
     def _matches(rule: Rule, text: str, lowered: str, present: set[str]) -> Iterator[re.Match[str]]:
         if not rule.anchors:
-            return rule.pattern.finditer(text)
-        return anchored_matches(rule.pattern, text, lowered, [a for a in rule.anchors if a in present])
+            if rule.accept is None:
+                return rule.pattern.finditer(text)
+            return (match for match in rule.pattern.finditer(text) if rule.accept(match))
+        anchors = rule.anchors if rule.prefilter else [a for a in rule.anchors if a in present]
+        return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept)
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
-        value = match.group(rule.group)
-        if rule.accept is not None and not rule.accept(value):
-            return match.group(0)
-        findings.counts[rule.id] += 1
-        if len(findings.fingerprints) < _MAX_FINGERPRINTS:
-            findings.fingerprints.add(self.fingerprint(rule.id, value))
+        value = match.group(rule.group)  # accepted already (:meth:`_matches`)
+        self._found(findings, rule.id, value)
         if rule.group == 0:
             return marker(rule.id)
         start, end = match.span(rule.group)
         whole_start = match.start(0)
         whole = match.group(0)
         return whole[: start - whole_start] + marker(rule.id) + whole[end - whole_start :]
+
+    def _found(self, findings: Findings, rule_id: str, value: str) -> None:
+        findings.counts[rule_id] += 1
+        # Past a few hundred finds of one rule in one text, more HMACs (one per find) would only cost time.
+        if len(findings.fingerprints) < _MAX_FINGERPRINTS and findings.counts[rule_id] <= 256:
+            findings.fingerprints.add(self.fingerprint(rule_id, value))
+
+    def _redact_aws_pairs(self, text: str, findings: Findings) -> str:
+        """A 40-character base64 run with upper, lower case and digits within a few lines of an AWS access key id
+        ("my creds are AKIA… and secret …"): the secret access key written in prose, not under its config name."""
+        ids = [match.start() for match in _AWS_KEY_ID.finditer(text)]
+        if not ids:
+            return text
+        out: list[str] = []
+        last = 0
+        for match in _AWS_SECRET.finditer(text):
+            value = match.group(0)
+            near = bisect.bisect_left(ids, match.start() - _AWS_PAIR_DISTANCE)
+            if near == len(ids) or ids[near] > match.end() + _AWS_PAIR_DISTANCE:
+                continue
+            if not (any(c.isupper() for c in value) and any(c.islower() for c in value)
+                    and any(c.isdigit() for c in value) and shannon_entropy(value) >= 4.0):
+                continue
+            self._found(findings, "aws-secret-key", value)
+            out.append(text[last : match.start()])
+            out.append(marker("aws-secret-key"))
+            last = match.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
 
     def _redact_pem(self, text: str, findings: Findings) -> str:
         """Private-key blocks, found with ``str.find``: linear however many BEGIN lines an input repeats."""
@@ -227,10 +305,8 @@ class Redactor:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
-                if isinstance(item, str) and _secret_key(key) and looks_secret(item):
-                    findings.counts["secret-assignment"] += 1
-                    if len(findings.fingerprints) < _MAX_FINGERPRINTS:
-                        findings.fingerprints.add(self.fingerprint("secret-assignment", item))
+                if isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key)):
+                    self._found(findings, "secret-assignment", item)
                     out[key] = marker("secret-assignment")
                 else:
                     out[key] = self.redact_value(item, findings, hints)

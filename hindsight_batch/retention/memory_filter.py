@@ -40,40 +40,122 @@ def starts_with_memory(text: str) -> bool:
     return text.startswith(_OPENINGS, match.end() if match else 0)
 
 
+_LONGEST = max(len(opening) for opening in _OPENINGS)
+
+
 def excise_memory(text: str) -> tuple[str, int]:
-    """Remove every injected-memory span from ``text`` (an unclosed one runs to the end). Linear time."""
+    """Remove every injected-memory span from ``text`` (an unclosed one runs to the end). Linear time.
+
+    One pass from the left: a span runs from an opening marker to its closing marker, and on to the closing of any
+    other opening inside it that closes later; an opening that the removal itself forms (``<hindsight_`` before a
+    span, ``memories>`` after it) starts a span too, so no opening marker is left in the result."""
     if "<" not in text:
         return text, 0
+    found = {opening: text.find(opening) for opening in _OPENINGS}
+    if max(found.values()) == -1:
+        return text, 0
+    kept: list[str] = []
+    tail = ""  # the last characters kept (an opening may start there and end after a removed span)
     removed = 0
-    for opening, closing in MEMORY_MARKERS.items():
-        start = text.find(opening)
-        while start != -1:
-            end = text.find(closing, start + len(opening))
-            stop = len(text) if end == -1 else end + len(closing)
-            text = text[:start] + text[stop:]
+    pos = 0
+    while True:
+        start = -1
+        for at in found.values():  # each opening's next occurrence at or after pos, or -1
+            if at != -1 and (start == -1 or at < start):
+                start = at
+        if start == -1:
+            break
+        piece = text[pos:start]
+        kept.append(piece)
+        tail = piece[-_LONGEST:] if len(piece) >= _LONGEST else (tail + piece)[-_LONGEST:]
+        pos = _span_end(text, start + 1, found)
+        removed += 1
+        while (joined := _joined_opening(tail, text, pos)) is not None:
+            opening, k = joined  # the opening's first k characters are the end of what was kept
+            _drop_tail(kept, k)
+            tail = _tail(kept)
+            pos = _span_end(text, _closing_end(text, opening, pos + len(opening) - k), found)
             removed += 1
-            start = text.find(opening, start)
-    return text, removed
+    kept.append(text[pos:])
+    return "".join(kept), removed
 
 
-def scrub_value(value: Any) -> tuple[Any, int]:
+def _span_end(text: str, stop: int, found: dict[str, int]) -> int:
+    """Where a memory span that reaches at least ``stop`` ends: after the closing of every opening inside it
+    (``found`` holds each opening's next occurrence; those inside the span are used up)."""
+    changed = True
+    while changed:
+        changed = False
+        for opening, at in found.items():
+            while at != -1 and at < stop:
+                end = _closing_end(text, opening, at + len(opening))
+                if end > stop:
+                    stop, changed = end, True
+                at = text.find(opening, end)  # an occurrence before ``end`` closes there too
+            found[opening] = at
+    return stop
+
+
+def _closing_end(text: str, opening: str, after: int) -> int:
+    closing = MEMORY_MARKERS[opening]
+    end = text.find(closing, after)
+    return len(text) if end == -1 else end + len(closing)
+
+
+def _tail(kept: list[str]) -> str:
+    tail = ""
+    for piece in reversed(kept):
+        tail = piece + tail
+        if len(tail) >= _LONGEST:
+            break
+    return tail[-_LONGEST:]
+
+
+def _joined_opening(tail: str, text: str, pos: int) -> tuple[str, int] | None:
+    """An opening marker that starts in ``tail`` (the last characters kept) and ends in ``text`` at ``pos``."""
+    at = tail.rfind("<")  # every opening holds one "<", its first character: only the last one can start it
+    if at == -1:
+        return None
+    k = len(tail) - at
+    for opening in _OPENINGS:
+        if len(opening) > k and opening.startswith(tail[at:]) and text.startswith(opening[k:], pos):
+            return opening, k
+    return None
+
+
+def _drop_tail(kept: list[str], count: int) -> None:
+    while count > 0:
+        last = kept.pop()
+        if len(last) > count:
+            kept.append(last[: len(last) - count])
+            return
+        count -= len(last)
+
+
+MAX_DEPTH = 100  # a value nested deeper is replaced whole (it is no one's tool argument; recursion stays bounded)
+TOO_DEEP = "[nested too deep]"
+
+
+def scrub_value(value: Any, depth: int = 0) -> tuple[Any, int]:
     """Apply :func:`excise_memory` to every string inside ``value`` (tool arguments, for instance)."""
     if isinstance(value, str):
         if starts_with_memory(value):
             return REMOVED, 1
         return excise_memory(value)
+    if isinstance(value, (dict, list)) and depth >= MAX_DEPTH:
+        return TOO_DEEP, 0
     if isinstance(value, dict):
         total = 0
         out: dict[str, Any] = {}
         for key, item in value.items():
-            out[key], n = scrub_value(item)
+            out[key], n = scrub_value(item, depth + 1)
             total += n
         return out, total
     if isinstance(value, list):
         total = 0
         items = []
         for item in value:
-            clean, n = scrub_value(item)
+            clean, n = scrub_value(item, depth + 1)
             items.append(clean)
             total += n
         return items, total

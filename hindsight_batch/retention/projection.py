@@ -45,6 +45,20 @@ _ROLE_FIELDS: dict[str, tuple[str, ...]] = {
     "custom": ("customType", "timestamp"),
 }
 
+MAX_VALUE_DEPTH = 64  # deeper parts of a kept value (tool arguments, usage) become a marker: see _bounded
+TOO_DEEP = "[nested too deep]"
+
+
+def _str(value: object) -> str:
+    """A field the pipeline reads as text: a string, or "" for anything else (never ``str()`` of a container,
+    whose repr may be nested a thousand levels deep)."""
+    return value if isinstance(value, str) else ""
+
+
+def _scalar(value: object) -> object:
+    return value if value is None or isinstance(value, (str, int, float, bool)) else None
+
+
 # What a projected message is built from besides its role's fields (which strip already left out).
 _BUILT_KEYS = frozenset({"role", "content", "command", "output", "exitCode", "timestamp"})
 
@@ -129,7 +143,7 @@ class Projector:
 
     def project(self, entry: dict[str, Any]) -> Projection:
         entry_type = entry.get("type")
-        if entry_type not in _MESSAGE_TYPES:
+        if not isinstance(entry_type, str) or entry_type not in _MESSAGE_TYPES:  # (a dict is not hashable)
             return Projection()
         if entry_type == "compaction" and self._compaction_context:
             return self._summary(entry)
@@ -153,7 +167,8 @@ class Projector:
             if mf.is_memory_custom_type(message.get("customType")):
                 out.dropped = "recall"
                 return out
-            if not any(fnmatchcase(str(message.get("customType")), p) for p in self._custom_types):
+            custom_type = message.get("customType")
+            if not isinstance(custom_type, str) or not any(fnmatchcase(custom_type, p) for p in self._custom_types):
                 out.dropped = "custom-message"
                 return out
             blocks = self._blocks(message.get("content"), ["text"], out)
@@ -162,7 +177,7 @@ class Projector:
         elif role == "assistant":
             blocks = self._blocks(message.get("content"), self._content.assistant, out)
         elif role == "toolResult":
-            name = str(message.get("toolName") or "")
+            name = _str(message.get("toolName"))
             out.dropped = self.tool_result_gate(name, message.get("toolCallId"))
             if out.dropped:
                 return out
@@ -175,9 +190,10 @@ class Projector:
         if not blocks:
             out.dropped = "recall" if out.removed.get("recall-block") else "empty"
             return out
-        fields = {key: message[key] for key in self._role_fields.get(str(role), ()) if key in message}
+        fields = {key: self._bounded(message[key], out) for key in self._role_fields.get(str(role), ())
+                  if key in message}
         if "timestamp" in fields:
-            fields["timestamp"] = iso_from_ms(fields["timestamp"])
+            fields["timestamp"] = iso_from_ms(message["timestamp"])
         out.record = self._record(entry, {"role": role, "content": blocks, **fields})
         return out
 
@@ -202,7 +218,7 @@ class Projector:
         return None
 
     def _record(self, entry: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-        record = {key: entry.get(key) for key in self._top_keys}
+        record = {key: _scalar(entry.get(key)) for key in self._top_keys}
         for key in self._strip_built:
             message.pop(key, None)
         record["message"] = message
@@ -237,7 +253,7 @@ class Projector:
                 continue
             kind = block.get("type")
             if kind == "toolCall":
-                name = str(block.get("name") or "")
+                name = _str(block.get("name"))
                 if mf.is_hindsight_tool(name):
                     if isinstance(block.get("id"), str):
                         self._hindsight_call_ids.add(block["id"])
@@ -252,7 +268,7 @@ class Projector:
                 arguments, spans = mf.scrub_value(block.get("arguments"))
                 if spans:
                     out.remove("recall-span", spans)
-                blocks.append({"type": "toolCall", "name": name, "arguments": self._cut_value(arguments, out)})
+                blocks.append({"type": "toolCall", "name": name, "arguments": self._cut_value(arguments, out, 0)})
             elif kind not in allowed:
                 out.remove("retain-content")
             elif kind == "text" and isinstance(block.get("text"), str):
@@ -267,22 +283,30 @@ class Projector:
                 data = block.get("data")
                 size = len(data) if isinstance(data, str) else 0
                 note = f"image omitted ({size} bytes of base64)"
-                blocks.append({"type": "image", "mimeType": block.get("mimeType"), "note": note})
+                blocks.append({"type": "image", "mimeType": _scalar(block.get("mimeType")), "note": note})
         return blocks
 
-    def _cut_value(self, value: Any, out: Projection) -> Any:
+    def _cut_value(self, value: Any, out: Projection, depth: int) -> Any:
         if isinstance(value, str):
             return self._cut(value, out)
+        if isinstance(value, (dict, list)) and depth >= MAX_VALUE_DEPTH:
+            out.remove("too-deep")  # what no one reads, and what every recursive stage after this would choke on
+            return TOO_DEEP
         if isinstance(value, dict):
-            return {key: self._cut_value(item, out) for key, item in value.items()}
+            return {key: self._cut_value(item, out, depth + 1) for key, item in value.items()}
         if isinstance(value, list):
-            return [self._cut_value(item, out) for item in value]
+            return [self._cut_value(item, out, depth + 1) for item in value]
         return value
+
+    def _bounded(self, value: Any, out: Projection) -> Any:
+        """A role field copied as it is (``usage``, ``isError``…), with the same depth cap as tool arguments."""
+        return value if value is None or isinstance(value, (str, int, float, bool)) else self._cut_value(
+            value, out, 1)
 
     def _summary(self, entry: dict[str, Any]) -> Projection:
         """With ``import.compaction = context`` the compaction summary stands in for what it replaced."""
         out = Projection(role="compactionSummary")
-        text = self._text(str(entry.get("summary") or ""), out)
+        text = self._text(_str(entry.get("summary")), out)
         if text is None:
             out.dropped = "empty"
             return out
@@ -296,15 +320,15 @@ class Projector:
             return out
         fields: dict[str, Any] = {"role": "bashExecution"}
         if "toolCall" in self._content.assistant and tool_allowed(self._tools.tool_call, "bash"):
-            command = self._text(str(message.get("command") or ""), out)
+            command = self._text(_str(message.get("command")), out)
             if command is not None:
                 fields["command"] = command
         if "text" in self._content.tool_result and tool_allowed(self._tools.tool_result, "bash"):
-            output = self._text(str(message.get("output") or ""), out)
+            output = self._text(_str(message.get("output")), out)
             if output is not None:
                 fields["output"] = output
             if "exitCode" in message:
-                fields["exitCode"] = message["exitCode"]
+                fields["exitCode"] = _scalar(message["exitCode"])
         if len(fields) == 1:
             out.dropped = "retain-content"
             return out

@@ -7,23 +7,45 @@ truncated last line (a live session may be mid-write).
 Lines longer than ``big_line_bytes`` are never held in memory whole: they are parsed from the file with ijson's
 event stream, and any string value in them longer than ``big_string_chars`` bytes is cut (such strings are tool output
 that no retention setting keeps in full).
+
+Nothing in a line can crash, stall or bloat the reader. A line is malformed when JavaScript's ``JSON.parse`` (pi)
+refuses it (NaN, bad escapes…) and, by our caps, when it nests deeper than :data:`MAX_DEPTH` or holds an integer
+literal over ``jsoncodec.MAX_NUMBER_CHARS`` digits (any number literal that long, on a big line). A line dense with
+small values is read through the event stream too, keeping at most :data:`VALUE_BUDGET` values (past it only the
+entry's own fields). Invalid UTF-8 is replaced by U+FFFD, as Node
+does, and lone surrogate escapes (``\\ud800``) by U+FFFD too, so no later stage ever sees one; both are counted on
+the :class:`ParsedObject`.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import ijson
+import orjson
 
 from hindsight_batch import jsoncodec
 
 BLOCK_BYTES = 4 << 20  # fewer, larger reads: measurably faster than 1 MB, still small next to the RSS budget
 BIG_LINE_BYTES = 8 << 20
 BIG_STRING_CHARS = 1 << 20
-_DECODER = json.JSONDecoder()
+MAX_DEPTH = 1000  # orjson stops at 1,024 and the standard library at the recursion limit: one cap for all paths
+DENSE_LINE_BYTES = 1 << 20  # a line this long is checked for density (many small values cost ~50 bytes each)
+DENSE_VALUES = 200_000  # commas and brackets past this: read through the event stream, under VALUE_BUDGET
+VALUE_BUDGET = 500_000  # values kept from one line read through the event stream
+# What an entry needs to be indexed and projected, kept past the budget (at the entry and message levels).
+_ESSENTIAL_KEYS = frozenset({
+    "type", "id", "parentId", "timestamp", "message", "role", "toolCallId", "toolName", "customType", "content",
+    "summary", "firstKeptEntryId", "firstKeptEntryIndex", "version", "cwd", "parentSession", "branchedFrom",
+    "command", "output", "exitCode", "excludeFromContext", "isError",
+})
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # a surrogate escape: maybe a lone one
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # Not frozen: these are made once per line, and a frozen dataclass costs four times as much to build.
@@ -63,10 +85,16 @@ class ParsedObject:
     offset: int
     obj: dict[str, Any]
     glued: bool  # recovered from a line that held more than one JSON value
+    surrogates: int  # lone surrogates replaced by U+FFFD in this object
+    invalid_utf8: bool  # the line held invalid UTF-8, replaced by U+FFFD (set on the line's first object only)
 
-    def __init__(self, lineno: int, offset: int, obj: dict[str, Any], glued: bool) -> None:
+    def __init__(
+        self, lineno: int, offset: int, obj: dict[str, Any], glued: bool, surrogates: int = 0,
+        invalid_utf8: bool = False,
+    ) -> None:
         # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
         self.lineno, self.offset, self.obj, self.glued = lineno, offset, obj, glued
+        self.surrogates, self.invalid_utf8 = surrogates, invalid_utf8
 
 
 @dataclass(slots=True)
@@ -159,45 +187,85 @@ def iter_objects(
 def parse_line(
     stream: SessionStream, line: RawLine, big_string_chars: int = BIG_STRING_CHARS
 ) -> list[ParsedObject | Malformed]:
-    """The objects of one line from :func:`iter_lines` (a big line is read again from ``stream``)."""
+    """The objects of one line from :func:`iter_lines` (a big or dense line is read again from ``stream``)."""
     data = line.data
-    if data is None:
+    if data is None or is_dense(data):
         return list(_parse_big_line(stream, line, big_string_chars))
     try:
-        value = jsoncodec.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
         # Node decodes invalid UTF-8 as U+FFFD before JSON.parse; do the same, value after value (glued objects).
-        return list(_parse_text(line, str(data, "utf-8", "replace")))
+        return list(_parse_text(line, data))
     if isinstance(value, dict):
         return [ParsedObject(line.lineno, line.offset, value, False)]
     return [Malformed(line.lineno, line.offset, "not a JSON object", False)]
 
 
-def _parse_text(line: RawLine, text: str) -> Iterator[ParsedObject | Malformed]:
-    """Slow path: decode value after value, recovering glued objects."""
+def is_dense(data: bytes | bytearray) -> bool:
+    """Whether a line holds so many values that building them all would cost far more memory than the line."""
+    if len(data) <= DENSE_LINE_BYTES:
+        return False
+    return data.count(b",") + data.count(b"[") + data.count(b"{") > DENSE_VALUES
+
+
+def _parse_text(line: RawLine, data: bytes | bytearray) -> Iterator[ParsedObject | Malformed]:
+    """Slow path (what orjson refused): decode value after value, recovering glued objects."""
+    try:
+        text = data.decode("utf-8")
+        invalid_utf8 = False
+    except UnicodeDecodeError:
+        text, invalid_utf8 = str(data, "utf-8", "replace"), True
     values: list[dict[str, Any]] = []
     pos = 0
     end = len(text)
+    malformed: Malformed | None = None
     while pos < end:
         while pos < end and text[pos] in " \t\r":
             pos += 1
         if pos >= end:
             break
         try:
-            value, pos = _DECODER.raw_decode(text, pos)
+            value, pos = jsoncodec.raw_decode(jsoncodec.STRICT, text, pos)
         except json.JSONDecodeError as exc:
-            reason = f"invalid JSON at column {exc.pos + 1}: {exc.msg}"
-            for obj in values:
-                yield ParsedObject(line.lineno, line.offset, obj, True)
-            yield Malformed(line.lineno, line.offset, reason, not line.terminated)
-            return
+            reason = f"invalid JSON at column {exc.pos + 1}: {exc.msg}"[:200]
+            malformed = Malformed(line.lineno, line.offset, reason, not line.terminated)
+            break
         if not isinstance(value, dict):
-            yield Malformed(line.lineno, line.offset, "not a JSON object", False)
-            return
+            malformed = Malformed(line.lineno, line.offset, "not a JSON object", False)
+            break
         values.append(value)
-    glued = len(values) > 1
-    for obj in values:
-        yield ParsedObject(line.lineno, line.offset, obj, glued)
+    check = _SURROGATE_ESCAPE.search(text) is not None
+    glued = len(values) > 1 or (malformed is not None and bool(values))
+    for i, obj in enumerate(values):
+        fixed = replace_lone_surrogates(obj) if check else 0
+        yield ParsedObject(line.lineno, line.offset, obj, glued, fixed, invalid_utf8 and i == 0)
+    if malformed is not None:
+        yield malformed
+
+
+def replace_lone_surrogates(value: dict[str, Any] | list[Any]) -> int:
+    """Replace every lone surrogate in the strings (and keys) of ``value`` by U+FFFD, in place; how many.
+    Iterative: the value may be nested as deep as the parser allowed."""
+    count = 0
+    stack: list[dict[str, Any] | list[Any]] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict) and any(_LONE_SURROGATE.search(key) for key in item):
+            pairs = list(item.items())
+            item.clear()
+            for key, sub in pairs:
+                fixed, n = _LONE_SURROGATE.subn("\ufffd", key)
+                count += n
+                item[fixed] = sub
+        slots: Iterable[tuple[Any, Any]] = item.items() if isinstance(item, dict) else enumerate(item)
+        for slot, sub in slots:  # (assigning to a slot changes neither a dict's size nor a list's)
+            if isinstance(sub, str):
+                if _LONE_SURROGATE.search(sub):
+                    item[slot], n = _LONE_SURROGATE.subn("\ufffd", sub)
+                    count += n
+            elif isinstance(sub, (dict, list)):
+                stack.append(sub)
+    return count
 
 
 class _Window:
@@ -230,9 +298,10 @@ class _StringCapper:
     sees a small document. Memory is then bounded by ``cap`` and the read size, whatever the line's length.
     """
 
-    def __init__(self, source: _Window, cap: int) -> None:
+    def __init__(self, source: _Utf8Repair, cap: int) -> None:
         self._source = source
         self._cap = cap
+        self._number_run = 0  # length of the number-like run that ended the last piece outside strings
         self._inside = False
         self._kept = 0  # bytes of the current string passed through
         self._dropped = 0  # bytes of the current string left out
@@ -255,10 +324,12 @@ class _StringCapper:
         while i < n:
             if not self._inside:
                 j = data.find(b'"', i)
+                self._check_numbers(data[i:] if j == -1 else data[i:j])
                 if j == -1:
                     out.append(data[i:])
                     break
                 out.append(data[i : j + 1])
+                self._number_run = 0
                 i = j + 1
                 self._inside, self._kept, self._dropped, self._odd_backslashes = True, 0, 0, False
                 continue
@@ -274,6 +345,21 @@ class _StringCapper:
             self._inside = False
             i = end + 1
         return b"".join(out)
+
+    def _check_numbers(self, piece: bytes) -> None:
+        """A number literal over the cap ends the line as malformed before the parser buffers it (a 9 MB
+        literal once crashed it), also when it runs across reads."""
+        if not piece:
+            return
+        lead = len(piece) - len(piece.lstrip(_NUMBER_CHARS))
+        if lead == len(piece):
+            self._number_run += lead
+        else:
+            if self._number_run + lead > jsoncodec.MAX_NUMBER_CHARS or _NUMBER_RUN.search(piece):
+                raise LineTooComplex(f"number literal over {jsoncodec.MAX_NUMBER_CHARS:,} characters")
+            self._number_run = len(piece) - len(piece.rstrip(_NUMBER_CHARS))
+        if self._number_run > jsoncodec.MAX_NUMBER_CHARS:
+            raise LineTooComplex(f"number literal over {jsoncodec.MAX_NUMBER_CHARS:,} characters")
 
     def _closing_quote(self, data: bytes, start: int) -> int:
         j = start
@@ -328,25 +414,53 @@ def _safe_cut(segment: bytes, cut: int) -> int:
     return cut
 
 
+class _Utf8Repair:
+    """Invalid UTF-8 in a big line becomes U+FFFD on the way to the parser, as Node reads it (the parser would
+    refuse the line); ``replaced`` says whether any was."""
+
+    def __init__(self, source: _Window) -> None:
+        self._source = source
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.replaced = False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._source.read(size)
+        text = self._decoder.decode(data, final=not data)
+        if not self.replaced and "\ufffd" in text and text.count("\ufffd") > data.count(b"\xef\xbf\xbd"):
+            self.replaced = True
+        return text.encode("utf-8")
+
+
+class LineTooComplex(ValueError):
+    """A line past a structural cap (depth, number length): reported as a malformed line."""
+
+
+_EVENT_BUFFER = 64 << 10  # ijson's C backend turns a whole buffer into events at once: small keeps that small
+_NUMBER_RUN = re.compile(rb"[-+.eE0-9]{%d}" % (jsoncodec.MAX_NUMBER_CHARS + 1))
+_NUMBER_CHARS = b"-+.eE0123456789"
+
+
 def _parse_big_line(stream: SessionStream, line: RawLine, cap: int) -> Iterator[ParsedObject | Malformed]:
-    window = _StringCapper(_Window(stream, line.offset, line.length), cap)
+    repair = _Utf8Repair(_Window(stream, line.offset, line.length))
+    window = _StringCapper(repair, cap)
     builder = _Builder()
     values: list[Any] = []
     try:
-        for _prefix, event, value in ijson.parse(window, multiple_values=True, buf_size=1 << 20):
+        for event, value in ijson.basic_parse(window, multiple_values=True, buf_size=_EVENT_BUFFER):
             done = builder.event(event, value)
             if done is not _PENDING:
                 values.append(done)
-    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError) as exc:
-        for obj in values:
+    except (ijson.JSONError, ValueError) as exc:  # ValueError: LineTooComplex, UnicodeDecodeError, int() limits
+        for i, obj in enumerate(values):
             if isinstance(obj, dict):
-                yield ParsedObject(line.lineno, line.offset, obj, True)
-        yield Malformed(line.lineno, line.offset, f"invalid JSON: {exc}"[:200], not line.terminated)
+                yield ParsedObject(line.lineno, line.offset, obj, True, 0, repair.replaced and i == 0)
+        reason = str(exc) if isinstance(exc, LineTooComplex) else f"invalid JSON: {exc}"
+        yield Malformed(line.lineno, line.offset, reason[:200], not line.terminated)
         return
     glued = len(values) > 1
-    for obj in values:
+    for i, obj in enumerate(values):
         if isinstance(obj, dict):
-            yield ParsedObject(line.lineno, line.offset, obj, glued)
+            yield ParsedObject(line.lineno, line.offset, obj, glued, 0, repair.replaced and i == 0)
         else:
             yield Malformed(line.lineno, line.offset, "not a JSON object", False)
 
@@ -355,17 +469,33 @@ _PENDING = object()
 
 
 class _Builder:
-    """Builds values from ijson events (the strings were already shortened by :class:`_StringCapper`)."""
+    """Builds values from ijson events (the strings were already shortened by :class:`_StringCapper`).
+
+    Deeper than :data:`MAX_DEPTH` is an error; past :data:`VALUE_BUDGET` values only the entry's and its message's
+    essential fields are still built (a line of millions of tiny values would otherwise cost gigabytes)."""
 
     def __init__(self) -> None:
         self._stack: list[Any] = []
         self._keys: list[str | None] = []
+        self._values = 0
+        self._skip = 0  # > 0 while inside a container left out past the budget: its depth below the skip point
 
     def event(self, event: str, value: Any) -> Any:
+        if self._skip:
+            if event in ("start_map", "start_array"):
+                self._skip += 1
+            elif event in ("end_map", "end_array"):
+                self._skip -= 1
+            return _PENDING
         if event == "map_key":
             self._keys[-1] = value
             return _PENDING
         if event in ("start_map", "start_array"):
+            if len(self._stack) >= MAX_DEPTH:
+                raise LineTooComplex(f"nested deeper than {MAX_DEPTH} levels")
+            if not self._keep():
+                self._skip = 1
+                return _PENDING
             self._stack.append({} if event == "start_map" else [])
             self._keys.append(None)
             return _PENDING
@@ -373,9 +503,17 @@ class _Builder:
             done = self._stack.pop()
             self._keys.pop()
             return self._add(done)
+        if not self._keep():
+            return _PENDING
         if event == "number" and not isinstance(value, int):
             value = float(value)
         return self._add(value)
+
+    def _keep(self) -> bool:
+        self._values += 1
+        if self._values <= VALUE_BUDGET or not self._stack:
+            return True
+        return len(self._stack) <= 2 and isinstance(self._stack[-1], dict) and self._keys[-1] in _ESSENTIAL_KEYS
 
     def _add(self, value: Any) -> Any:
         if not self._stack:

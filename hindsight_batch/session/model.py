@@ -85,6 +85,8 @@ class SessionFile:
     glued_lines: list[int] = field(default_factory=list)
     truncated_tail: bool = False
     problem: str | None = None  # set when the file is not a readable Pi session at all
+    invalid_utf8_lines: int = 0  # lines whose invalid UTF-8 was replaced by U+FFFD
+    surrogates_replaced: int = 0  # lone surrogate escapes replaced by U+FFFD
 
     @property
     def session_id(self) -> str:

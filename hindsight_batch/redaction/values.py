@@ -1,0 +1,135 @@
+"""Is a value next to a secret-sounding word a secret? (The keyword-and-entropy detector's second look.)
+
+A value is a secret when it is long enough and random enough (Shannon entropy) and is not code: identifiers,
+member access (``options?.apiKey``), calls, template references (``${{ secrets.X }}``, ``process.env.X``), paths,
+URLs, UUIDs, hashes in a known context (``sha256:…``), image data, numbers or placeholders (``xxx``,
+``<your-key>``, ``changeme``). Passwords get a lower bar than tokens: people choose them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "none", "null", "nil", "true", "false", "undefined", "string", "str", "bool", "int", "number", "object",
+        "password", "passwd", "secret", "token", "changeme", "example", "redacted", "required", "optional",
+        "default", "value", "your_token", "your_key", "your_password", "hidden", "masked", "secret123",
+        "password123", "admin", "root", "test", "testing", "dummy", "sample", "placeholder", "postgres", "mysql",
+        "pass", "empty", "missing", "unknown", "todo", "tbd", "foo", "bar", "baz", "letmein", "hunter2",
+    }
+)
+_PLACEHOLDER_PARTS = ("xxxx", "****", "....", "…", "your", "placeholder", "changeme", "change_me", "change-me",
+                      "example", "redacted", "<", ">", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
+# A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
+_SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
+                              r"(?:$|[-_.0-9])")
+_REFERENCE_STARTS = ("$", "%", "{", "[", "(", "&", "@", "!", "#", "*", "\\", "<")
+_REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.env", "env.", "self.", "this.",
+                       "secrets.", "vars.", "settings.", "config.", "data:", "file:", "sha1:", "sha256:", "sha384:",
+                       "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic")
+# A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
+CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+_WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_NUMBER = re.compile(r"[-+]?[0-9][0-9_,.:]{0,40}+[a-zA-Z%]{0,3}")
+_VERSIONISH = re.compile(r"v?[0-9]+(?:\.[0-9]+){1,4}+(?:[-+][\w.]{0,30}+)?")
+_WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_completion_tokens, my-app.prod
+_PATH_SEGMENT = re.compile(r"[a-z0-9_.@\-]{0,80}+|[A-Z]?[a-z]{1,40}+(?:[A-Z][a-z]{1,40}+){0,5}+")
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of ``value``'s character distribution."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def is_self_describing(value: str) -> bool:
+    return _SELF_DESCRIBING.search(value.lower()) is not None
+
+
+def is_placeholder(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in _PLACEHOLDER_WORDS or len(set(lowered)) <= 2:
+        return True
+    return any(part in lowered for part in _PLACEHOLDER_PARTS)
+
+
+def is_code_or_reference(value: str) -> bool:
+    """A name, a member access or call, an environment variable's name, a template or environment reference."""
+    if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES):
+        return True
+    if "(" in value or ")" in value or "://" in value:
+        return True
+    if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
+        return True
+    # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
+    return bool(CODE.fullmatch(value)) and any(op in value for op in ("?.", "!.", "::", "->", "."))
+
+
+def is_known_non_secret(value: str) -> bool:
+    """UUIDs, numbers and versions, paths: values a secret-sounding key often holds without being a secret."""
+    if _UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value):
+        return True
+    if "/" in value:
+        if value.startswith(("/", "./", "../", "~/")):
+            return True
+        segments = value.strip("/").split("/")
+        if all(_PATH_SEGMENT.fullmatch(s) for s in segments):
+            return True  # words between slashes: a path or a route, not base64
+    return False
+
+
+def _classes(value: str) -> int:
+    return (
+        any(c.islower() for c in value)
+        + any(c.isupper() for c in value)
+        + any(c.isdigit() for c in value)
+        + any(not c.isalnum() for c in value)
+    )
+
+
+@functools.lru_cache(maxsize=4096)  # hostile input repeats one value a million times
+def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False) -> bool:
+    """Whether ``value``, found after a secret-sounding word, is a secret.
+
+    ``password``: the word was password/passwd/pwd/passphrase (people choose those: a lower bar); ``quoted``: the
+    value was a string literal (so it cannot be a bare identifier of code); ``prose``: the value followed the word
+    without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar)."""
+    value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
+    if len(value) < (6 if password else 8):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
+        return False
+    if is_placeholder(value) or is_known_non_secret(value):
+        return False
+    if is_self_describing(value):
+        return False
+    if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES) or "://" in value:
+        return False
+    chain = "." in value and CODE.fullmatch(value) is not None
+    if chain and password and any(c.isdigit() for c in value.rsplit(".", 1)[-1]):
+        chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
+    if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
+        return False
+    if _ENV_NAME.fullmatch(value):
+        return False  # "KIMCHI_API_KEY": a name even inside quotes
+    entropy = shannon_entropy(value)
+    classes = _classes(value)
+    if prose:
+        # After a bare word, only what cannot be English: letters with digits (checked above), long and random.
+        return entropy >= 3.0
+    if password:
+        return (classes >= 2 and entropy >= 2.0) or (quoted and len(value) >= 8 and entropy >= 2.5)
+    if not (has_digit and has_alpha):
+        # Letters only (or symbols): a long, mixed-case, random string such as a base64 key; never a word.
+        return len(value) >= 20 and classes >= 2 and entropy >= 3.5
+    return entropy >= (2.5 if len(value) < 16 else 3.0)

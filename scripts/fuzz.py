@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+"""Fuzz campaign: damaged session files through the real import path, counting crashes, hangs and leaks.
+
+Mutates ``samples/`` and ``../shared/samples-real/pi`` (seeded, so a run can be repeated) with the kinds of damage
+in ``KINDS`` (one or more per file), then runs each file through what ``import`` does per file (``peek_header``,
+``plan_session`` with content, the manifest row and upload payload serialized strictly as UTF-8) in a worker
+process with an address-space limit; the parent gives every file a timeout. A crash is any exception or a worker
+killed by a signal (a segfault, the memory limit); a hang is a file past its timeout. The output of every file is
+searched for the seeded recall and hindsight-tool text (``samples/seeded-memory-markers.txt``) and the seeded
+secrets (``samples/seeded-secrets.txt``): a leak from a line the damage left intact is a finding ("intact"); one
+whose own line was damaged (its marker destroyed) is listed apart.
+
+    .venv/bin/python scripts/fuzz.py [--files 2000] [--seed 13] [--timeout 30] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import resource
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = [REPO / "samples", REPO.parent / "shared" / "samples-real" / "pi"]
+GIANT = 9 << 20  # over the reader's 8 MB big-line size
+MEMORY_LIMIT = 2 << 30  # address space of a worker: a blow-up past it is a MemoryError or a kill, counted
+
+
+# ---------------------------------------------------------------- damage kinds: (rng, lines) -> lines
+Lines = list[bytes]
+
+
+def _pick(rng: random.Random, lines: Lines, first: int = 1) -> int:
+    return rng.randrange(first, len(lines)) if len(lines) > first else len(lines) - 1
+
+
+def _objects(lines: Lines) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for i, line in enumerate(lines):
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            found.append((i, obj))
+    return found
+
+
+def _rewrite(rng: random.Random, lines: Lines, change: Callable[[dict[str, Any]], object]) -> Lines:
+    """Apply ``change`` to a random entry (not the header) and write it back compactly."""
+    entries = [(i, o) for i, o in _objects(lines) if i > 0]
+    if not entries:
+        return lines
+    i, obj = rng.choice(entries)
+    change(obj)
+    lines[i] = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return lines
+
+
+def truncate_file(rng: random.Random, lines: Lines) -> Lines:
+    data = b"\n".join(lines)
+    return (data[: rng.randrange(len(data) + 1)]).split(b"\n") if data else lines
+
+
+def truncate_line(rng: random.Random, lines: Lines) -> Lines:
+    i = _pick(rng, lines)
+    lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+    return lines
+
+
+def byte_flips(rng: random.Random, lines: Lines) -> Lines:
+    for _ in range(rng.randint(1, 8)):
+        i = _pick(rng, lines, 0)
+        if lines[i]:
+            line = bytearray(lines[i])
+            j = rng.randrange(len(line))
+            line[j] ^= 1 << rng.randrange(8)
+            lines[i] = bytes(line).replace(b"\n", b" ")
+    return lines
+
+
+def invalid_utf8(rng: random.Random, lines: Lines) -> Lines:
+    i = _pick(rng, lines)
+    line = lines[i]
+    j = rng.randrange(len(line) + 1)
+    lines[i] = line[:j] + rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe9"]) + line[j:]
+    return lines
+
+
+def invalid_utf8_in_tool_result_ids(rng: random.Random, lines: Lines) -> Lines:
+    hits = [i for i, line in enumerate(lines) if b'"toolResult"' in line]
+    if not hits:
+        return invalid_utf8(rng, lines)
+    i = rng.choice(hits)
+    for key in (b'"toolCallId":"', b'"toolName":"', b'"id":"'):
+        lines[i] = lines[i].replace(key, key + b"\xfe\xff", 1)
+    return lines
+
+
+def lone_surrogate(rng: random.Random, lines: Lines) -> Lines:
+    i = _pick(rng, lines)
+    j = lines[i].find(b'"text":"')
+    if j == -1:
+        j = lines[i].find(b'":"')
+        if j == -1:
+            return lines
+        j += 3
+    else:
+        j += 8
+    lines[i] = lines[i][:j] + rng.choice([b"\\ud800", b"\\udfff", b"\\ud83d x", b"\\uDC00"]) + lines[i][j:]
+    return lines
+
+
+def deep_value(levels: int) -> str:
+    return "[" * levels + "1" + "]" * levels
+
+
+def deep_nesting(rng: random.Random, lines: Lines) -> Lines:
+    field = rng.choice(["timestamp", "arguments", "content", "extra", "id", "details"])
+    levels = rng.choice([300, 990, 1030, 5000, 100_000])
+
+    def change(obj: dict[str, Any]) -> None:
+        message = obj.get("message")
+        if field == "arguments" and isinstance(message, dict):
+            message["content"] = [{"type": "toolCall", "id": "c", "name": "bash", "arguments": {"a": "@@DEEP@@"}}]
+        elif field == "content" and isinstance(message, dict):
+            message["content"] = "@@DEEP@@"
+        else:
+            obj[field] = "@@DEEP@@"
+
+    lines = _rewrite(rng, lines, change)
+    return [line.replace(b'"@@DEEP@@"', deep_value(levels).encode()) for line in lines]
+
+
+def unbalanced_brackets(rng: random.Random, lines: Lines) -> Lines:
+    i = _pick(rng, lines)
+    lines[i] = lines[i][:-1] + rng.choice([b"[", b"{", b'{"a":']) * rng.choice([10, 2000, 50_000]) + lines[i][-1:]
+    return lines
+
+
+def huge_number(rng: random.Random, lines: Lines) -> Lines:
+    digits = rng.choice([4301, 5000, 20_000, 1_000_000])
+    literal = rng.choice([b"9" * digits, b"-1" + b"0" * digits, b"1." + b"5" * digits, b"1e" + b"9" * 50])
+    lines = _rewrite(rng, lines, lambda obj: obj.__setitem__(rng.choice(["n", "timestamp", "parentId"]), "@@N@@"))
+    return [line.replace(b'"@@N@@"', literal) for line in lines]
+
+
+def nan_infinity(rng: random.Random, lines: Lines) -> Lines:
+    lines = _rewrite(rng, lines, lambda obj: obj.__setitem__("n", "@@N@@"))
+    token = rng.choice([b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-0"])
+    return [line.replace(b'"@@N@@"', token) for line in lines]
+
+
+WRONG_VALUES: list[object] = [{"x": 1}, [1, "a"], 42, 1.5, True, None, "", [[["deep"]]], {"type": "message"}]
+
+
+def wrong_type(rng: random.Random, lines: Lines) -> Lines:
+    field = rng.choice(["type", "id", "parentId", "timestamp", "message", "role", "content", "customType",
+                        "toolName", "toolCallId", "text", "blocks", "summary", "firstKeptEntryId", "command",
+                        "name", "arguments", "usage", "data", "display"])
+    value = rng.choice(WRONG_VALUES)
+
+    def change(obj: dict[str, Any]) -> None:
+        message = obj.get("message")
+        if field in ("role", "content", "toolName", "toolCallId", "command", "usage") and isinstance(message, dict):
+            message[field] = value
+        elif field in ("text", "blocks", "name", "arguments", "data") and isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, list) and content:
+                if field == "blocks":
+                    content[rng.randrange(len(content))] = value
+                elif isinstance(content[0], dict):
+                    content[0][field] = value
+        else:
+            obj[field] = value
+
+    return _rewrite(rng, lines, change)
+
+
+def wrong_header(rng: random.Random, lines: Lines) -> Lines:
+    def change(obj: dict[str, Any]) -> None:
+        obj[rng.choice(["version", "id", "type", "cwd", "parentSession", "timestamp"])] = rng.choice(
+            [*WRONG_VALUES, 99, "3", 0, -1, [3]])
+
+    header = _objects(lines[:1])
+    if header:
+        obj = header[0][1]
+        change(obj)
+        lines[0] = json.dumps(obj).encode()
+    return lines
+
+
+def duplicate_lines(rng: random.Random, lines: Lines) -> Lines:
+    for _ in range(rng.randint(1, 5)):
+        i = _pick(rng, lines, 0)
+        lines.insert(rng.randrange(len(lines) + 1), lines[i])
+    return lines
+
+
+def remove_lines(rng: random.Random, lines: Lines) -> Lines:
+    for _ in range(rng.randint(1, 5)):
+        if len(lines) > 1:
+            del lines[_pick(rng, lines)]
+    return lines
+
+
+def reorder_lines(rng: random.Random, lines: Lines) -> Lines:
+    if len(lines) > 3:
+        i = _pick(rng, lines)
+        window = lines[i : i + rng.randint(2, 20)]
+        rng.shuffle(window)
+        lines[i : i + len(window)] = window
+    return lines
+
+
+def glue_lines(rng: random.Random, lines: Lines) -> Lines:
+    for _ in range(rng.randint(1, 3)):
+        if len(lines) > 2:
+            i = _pick(rng, lines)
+            if i + 1 < len(lines):
+                lines[i : i + 2] = [lines[i] + rng.choice([b"", b" ", b"\r"]) + lines[i + 1]]
+    return lines
+
+
+def parent_cycle(rng: random.Random, lines: Lines) -> Lines:
+    entries = [(i, o) for i, o in _objects(lines) if i > 0 and isinstance(o.get("id"), str)]
+    if len(entries) < 2:
+        return lines
+    (i, a), (j, b) = sorted(rng.sample(entries, 2))
+    a["parentId"] = b["id"]  # b descends from a: now a descends from b too
+    lines[i] = json.dumps(a, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    if rng.random() < 0.3:
+        b["parentId"] = b["id"]  # and one entry its own parent
+        lines[j] = json.dumps(b, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return lines
+
+
+def dangling_and_duplicate_ids(rng: random.Random, lines: Lines) -> Lines:
+    entries = [(i, o) for i, o in _objects(lines) if i > 0]
+    for i, obj in rng.sample(entries, min(3, len(entries))):
+        if rng.random() < 0.5:
+            obj["parentId"] = "nowhere"
+        else:
+            other = rng.choice(entries)[1]
+            obj["id"] = other.get("id")
+        lines[i] = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return lines
+
+
+def missing_header(rng: random.Random, lines: Lines) -> Lines:
+    return lines[1:] if rng.random() < 0.7 else [b"", b"garbage", *lines[1:]]
+
+
+def spaced_json(rng: random.Random, lines: Lines) -> Lines:
+    for i, obj in _objects(lines):
+        if rng.random() < 0.7:
+            lines[i] = json.dumps(obj, ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass")
+    return lines
+
+
+def crlf_blank_and_separators(rng: random.Random, lines: Lines) -> Lines:
+    out: Lines = []
+    for line in lines:
+        line = line.replace("\u2028".encode(), b"") + (b"\r" if rng.random() < 0.5 else b"")
+        out.append(line)
+        if rng.random() < 0.1:
+            out.append(rng.choice([b"", b"   ", b"\t", b"\r"]))
+    return out
+
+
+def control_characters(rng: random.Random, lines: Lines) -> Lines:
+    i = _pick(rng, lines)
+    j = lines[i].find(b'"text":"')
+    if j != -1:
+        lines[i] = lines[i][: j + 8] + rng.choice([b"\x00", b"\x01\x1f", b"\x7f", b"\x0b"]) + lines[i][j + 8 :]
+    return lines
+
+
+def marker_fragments(rng: random.Random, lines: Lines) -> Lines:
+    """Memory markers split, nested and glued into user text: S1 must still hold."""
+    text = rng.choice([
+        "<hindsight_<hindsight_memories>RECALLED-MEMORY-ALPHA</hindsight_memories>memories>RECALLED-MEMORY-BETA",
+        "<hindsight-memory>RECALLED-MEMORY-GAMMA<hindsight_memories>x</hindsight-memory>y</hindsight_memories>",
+        "ok " + "<mental_models>RECALLED-MEMORY-ALPHA</mental_models>" * 50 + " tail",
+    ])
+    def change(obj: dict[str, Any]) -> None:
+        obj["type"] = "message"
+        obj["message"] = {"role": "user", "content": [{"type": "text", "text": text}]}
+    return _rewrite(rng, lines, change)
+
+
+def _giant(rng: random.Random, lines: Lines, body: bytes) -> Lines:
+    parent = b"null"
+    entries = [o for _, o in _objects(lines) if isinstance(o.get("id"), str)]
+    if entries:
+        parent = json.dumps(rng.choice(entries)["id"]).encode()
+    line = (b'{"type":"message","id":"giant1","parentId":' + parent + b',"timestamp":"2026-05-01T10:00:00.000Z",'
+            b'"message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":' + body + b"}}")
+    lines.insert(_pick(rng, lines) + 1 if len(lines) > 1 else len(lines), line)
+    return lines
+
+
+def giant_string(rng: random.Random, lines: Lines) -> Lines:
+    return _giant(rng, lines, b'[{"type":"text","text":"' + b"log line \\n" * (GIANT // 11) + b'"}]')
+
+
+def giant_nested(rng: random.Random, lines: Lines) -> Lines:
+    return _giant(rng, lines, b"[" * GIANT)
+
+
+def giant_tiny_strings(rng: random.Random, lines: Lines) -> Lines:
+    return _giant(rng, lines, b"[" + b'"a",' * (GIANT // 4) + b'"a"]')
+
+
+def giant_number(rng: random.Random, lines: Lines) -> Lines:
+    return _giant(rng, lines, b"9" * GIANT)
+
+
+KINDS: dict[str, Callable[[random.Random, Lines], Lines]] = {
+    f.__name__: f for f in (
+        truncate_file, truncate_line, byte_flips, invalid_utf8, invalid_utf8_in_tool_result_ids, lone_surrogate,
+        deep_nesting, unbalanced_brackets, huge_number, nan_infinity, wrong_type, wrong_header, duplicate_lines,
+        remove_lines, reorder_lines, glue_lines, parent_cycle, dangling_and_duplicate_ids, missing_header,
+        spaced_json, crlf_blank_and_separators, control_characters, marker_fragments, giant_string, giant_nested,
+        giant_tiny_strings, giant_number,
+    )
+}
+GIANT_KINDS = {"giant_string", "giant_nested", "giant_tiny_strings", "giant_number"}
+
+
+def mutate(rng: random.Random, source: bytes) -> tuple[bytes, list[str]]:
+    lines = source.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    kinds = []
+    for _ in range(1 if rng.random() < 0.7 else rng.randint(2, 4)):
+        kind = rng.choice([k for k in KINDS if k not in GIANT_KINDS]) if rng.random() < 0.97 else rng.choice(
+            sorted(GIANT_KINDS))
+        if kind in GIANT_KINDS and any(k in GIANT_KINDS for k in kinds):
+            continue
+        lines = KINDS[kind](rng, lines or [b""])
+        kinds.append(kind)
+    return b"\n".join(lines) + (b"\n" if rng.random() < 0.9 else b""), kinds
+
+
+# ---------------------------------------------------------------- the worker: one file at a time
+def worker() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    sys.path.insert(0, str(REPO))
+    from hindsight_batch import jsoncodec
+    from hindsight_batch.config import Settings
+    from hindsight_batch.planning import plan_session
+    from hindsight_batch.redaction.redactor import Redactor
+    from hindsight_batch.retention.records import StageTimes
+    from hindsight_batch.session.reader import peek_header
+
+    settings = {
+        "default": Settings(),
+        "retain-all": Settings.model_validate({
+            "retainContent": {"user": ["text", "thinking", "toolCall", "image"],
+                              "assistant": ["text", "thinking", "toolCall", "image"], "toolResult": ["text"]},
+            "toolFilter": {"toolCall": {"include": ["*"]}, "toolResult": {"include": ["*"]}},
+            "strip": {"topLevel": [], "message": []},
+            "import": {"compaction": "context", "branches": "all"},
+        }),
+    }
+    redactor = Redactor(b"fuzz-key")
+    needles = [line for name in ("seeded-memory-markers.txt", "seeded-secrets.txt")
+               for line in (REPO / "samples" / name).read_text().splitlines() if line]
+    for request in sys.stdin:
+        job = json.loads(request)
+        path = Path(job["path"])
+        result: dict[str, Any] = {"ok": True}
+        try:
+            header = peek_header(path)
+            if isinstance(header, str):
+                result["status"] = "not-a-session"
+            else:
+                plan = plan_session(path, header, settings[job["settings"]], redactor, "fuzz", True, StageTimes())
+                out: list[str] = []
+                for row in plan.rows:
+                    out.append(json.dumps(row.as_json(), ensure_ascii=False))  # as the manifest writer does
+                for planned in plan.items:
+                    out.append(jsoncodec.dumps(planned.item.payload()).decode("utf-8"))  # as uploaded
+                text = "\n".join(out)
+                text.encode("utf-8")  # strict: a lone surrogate would fail here, as in the manifest or upload
+                result["status"] = "planned"
+                result["malformed"] = len(plan.session.malformed)
+                result["leaks"] = [n for n in needles if n in text]
+        except BaseException as exc:
+            result = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def run(self, job: dict[str, str], timeout: float) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.stop()
+            return {"ok": False, "hang": True, "error": f"no answer in {timeout:.0f} s"}
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            return {"ok": False, "error": f"worker died: {'signal ' + str(-code) if code < 0 else 'exit ' + str(code)}"}
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per file")
+    parser.add_argument("--keep", type=Path, help="write the mutated files here and keep them")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker()
+        return
+    sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
+    originals = {p: p.read_bytes() for p in sources}
+    rng = random.Random(args.seed)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="hb-fuzz-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    counts: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    findings: list[str] = []
+    leaks_intact: list[str] = []
+    leaks_damaged: list[str] = []
+    peak = giant_peak = 0.0
+    worker_proc = Worker()
+    for n in range(args.files):
+        source = rng.choice(sources)
+        data, kinds = mutate(rng, originals[source])
+        by_kind.update(kinds)
+        path = folder / f"{n:05d}.jsonl"
+        path.write_bytes(data)
+        giant = any(k in GIANT_KINDS for k in kinds)
+        if giant:  # a fresh process, so the peak RSS measured is this file's
+            worker_proc.stop()
+            worker_proc = Worker()
+        job = {"path": str(path), "settings": "retain-all" if n % 3 == 2 else "default"}
+        result = worker_proc.run(job, args.timeout * (4 if giant else 1))
+        counts["files"] += 1
+        if result.get("rss_mb"):
+            peak = max(peak, result["rss_mb"])
+            if giant:
+                giant_peak = max(giant_peak, result["rss_mb"])
+        if not result["ok"]:
+            counts["hangs" if result.get("hang") else "crashes"] += 1
+            findings.append(f"{path.name} ({source.name}; {'+'.join(kinds)}): {result['error']}")
+            if result.get("hang") or "died" in result["error"]:
+                worker_proc = Worker()
+        else:
+            counts[result["status"]] += 1
+            counts["malformed lines"] += result.get("malformed", 0)
+            original_lines = set(originals[source].split(b"\n"))
+            for needle in result.get("leaks", []):
+                holders = [line for line in data.split(b"\n") if needle.encode() in line]
+                intact = any(line in original_lines for line in holders)
+                (leaks_intact if intact else leaks_damaged).append(f"{path.name} ({'+'.join(kinds)}): {needle}")
+        if not args.keep and result["ok"]:
+            path.unlink()
+    worker_proc.stop()
+    seconds = time.perf_counter() - started
+    print(f"files {counts['files']} (sessions planned {counts['planned']}, not a session {counts['not-a-session']}, "
+          f"malformed lines reported {counts['malformed lines']}) in {seconds:.0f} s, seed {args.seed}")
+    print(f"crashes {counts['crashes']}  hangs {counts['hangs']}  peak RSS {peak:.0f} MB "
+          f"(files with a 9 MB line: {giant_peak:.0f} MB)")
+    print(f"leaks of recall, hindsight-tool text or a seeded secret: {len(leaks_intact)} from intact lines, "
+          f"{len(leaks_damaged)} from lines whose own markers the damage destroyed")
+    print(f"damage kinds ({len(by_kind)}): " + ", ".join(f"{k} {v}" for k, v in sorted(by_kind.items())))
+    for line in findings[:30] + leaks_intact[:30]:
+        print("  " + line)
+    if findings or leaks_intact:
+        print(f"failing files kept in {folder}")
+    elif not args.keep:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+    sys.exit(1 if findings or leaks_intact else 0)
+
+
+if __name__ == "__main__":
+    main()

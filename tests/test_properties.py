@@ -1,0 +1,115 @@
+"""Property-based tests (hypothesis, bounded): whatever a session line holds, reading and projecting it neither
+raises nor lets a lone surrogate or a memory marker through."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hindsight_batch import jsoncodec
+from hindsight_batch.config import Settings
+from hindsight_batch.redaction.redactor import Redactor
+from hindsight_batch.retention.memory_filter import MEMORY_MARKERS, excise_memory
+from hindsight_batch.retention.projection import Projector
+from hindsight_batch.retention.records import RecordMaker, RecordStore, StageTimes
+from hindsight_batch.session.reader import read_session
+from hindsight_batch.session.tree import active_path, branch_segments, context_view
+
+BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FIELDS = ["type", "id", "parentId", "timestamp", "message", "role", "content", "customType", "toolName",
+          "toolCallId", "text", "name", "arguments", "summary", "firstKeptEntryId", "command", "output"]
+TEXT = st.lists(st.sampled_from(["a", " ", "<", ">", "\ud800", "\U0001F600", "é", "hindsight_", "memories",
+                                 "<hindsight_memories>", "</hindsight_memories>"]), max_size=8).map("".join)
+SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(FIELDS) | TEXT, inner, max_size=4), max_leaves=12)
+TYPES = st.sampled_from(["message", "custom_message", "compaction", "branch_summary", "custom", "label"])
+ROLES = st.sampled_from(["user", "assistant", "toolResult", "custom", "bashExecution", "hookMessage"])
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> dict[str, Any]:
+    """A pi-like entry, with any field possibly replaced by any JSON value."""
+    entry: dict[str, Any] = {"type": draw(TYPES), "id": draw(st.sampled_from(["a", "b", "c", "d\udc00"])),
+                             "parentId": draw(st.sampled_from([None, "a", "b", "c", "x"])),
+                             "timestamp": "2026-05-01T10:00:00.000Z",
+                             "message": {"role": draw(ROLES), "content": [{"type": "text", "text": draw(TEXT)}],
+                                         "toolName": "bash", "toolCallId": "c1"}}
+    for _ in range(draw(st.integers(0, 3))):
+        target = entry if draw(st.booleans()) or not isinstance(entry.get("message"), dict) else entry["message"]
+        target[draw(st.sampled_from(FIELDS))] = draw(JSON)
+    return entry
+
+
+def line_of(entry: dict[str, Any], damage: int) -> bytes:
+    data = json.dumps(entry, separators=(",", ":") if damage % 2 else (", ", ": ")).encode("utf-8", "surrogatepass")
+    if damage == 2:
+        data = data[: len(data) // 2]  # cut
+    elif damage == 3:
+        data = data.replace(b"a", b"\xff", 1)  # invalid UTF-8
+    elif damage == 4:
+        data = data + data  # glued
+    elif damage == 5:
+        data = b"[" * 1100 + data  # too deep
+    return data
+
+
+def no_surrogate(value: Any) -> bool:
+    text = json.dumps(value, ensure_ascii=False)  # a lone surrogate stays one here, and fails the strict encode
+    return text.encode("utf-8", "surrogatepass") == text.encode("utf-8", "replace")
+
+
+@BOUNDED
+@given(st.lists(st.tuples(entries(), st.integers(0, 9)), max_size=8), st.sampled_from(["default", "all"]))
+def test_reading_and_projecting_any_lines_never_raises(lines: list[tuple[dict[str, Any], int]], shape: str) -> None:
+    header = b'{"type":"session","version":3,"id":"prop","cwd":"/p"}'
+    data = b"\n".join([header, *(line_of(entry, damage) for entry, damage in lines)]) + b"\n"
+    config = Settings() if shape == "default" else Settings.model_validate({
+        "retainContent": {"user": ["text", "thinking", "toolCall", "image"], "toolResult": ["text"],
+                          "assistant": ["text", "thinking", "toolCall", "image"]},
+        "strip": {"topLevel": [], "message": []}, "import": {"retainCustomTypes": ["*"]}})
+    store = RecordStore()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        path.write_bytes(data)
+        session = read_session(path, RecordMaker(config, Redactor(b"k"), store, StageTimes()))
+    assert session.header is not None and len(session.entries) <= 2 * len(lines)
+    for node in session.entries:  # ids reach manifests and uploads: strict UTF-8 (no lone surrogate)
+        assert isinstance(node.id, str) and (node.parent_id is None or isinstance(node.parent_id, str))
+        f"{node.id}{node.parent_id}{node.timestamp}".encode()
+    path_nodes = active_path(session.entries)
+    context_view(path_nodes)
+    branch_segments(session.entries, True)
+    kept = [n.payload.handle for n in session.entries if n.payload is not None and n.payload.handle is not None]
+    text = store.join(kept).decode("utf-8")  # strict: no lone surrogate was stored
+    for record in filter(None, text.split("\n")):
+        assert no_surrogate(json.loads(record))
+        for opening in MEMORY_MARKERS:
+            assert opening not in record
+
+
+@BOUNDED
+@given(entries())
+def test_projection_of_any_entry_never_raises_and_serializes(entry: dict[str, Any]) -> None:
+    projector = Projector(Settings.model_validate({"retainContent": {"toolResult": ["text"],
+                                                                     "assistant": ["text", "toolCall"]}}))
+    projection = projector.project(entry)
+    if projection.record is not None:
+        jsoncodec.dumps(projection.record)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["<", "hindsight_", "memories>", "<hindsight_memories>", "</hindsight_memories>",
+                                 "<hindsight-memory>", "</hindsight-memory>", "<mental_models>", "x",
+                                 "</mental_models>", "mental_models>", "-memory>"]), max_size=20))
+def test_memory_marker_removal_never_leaves_an_opening(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    out, removed = excise_memory(text)
+    assert all(opening not in out for opening in MEMORY_MARKERS)
+    assert (removed > 0) == any(opening in text for opening in MEMORY_MARKERS)
+    assert len(out) <= len(text)
