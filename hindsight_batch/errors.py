@@ -60,7 +60,7 @@ class Terminated(BaseException):
 
 
 _MAX_REASON = 300
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def without_surrogates(text: str) -> tuple[str, int]:

@@ -14,5 +14,12 @@ if [ "${1:-}" = "--clean" ]; then
     echo "compiled modules removed: $("$PY" -m hindsight_batch --version)"
     exit 0
 fi
-HINDSIGHT_BATCH_COMPILE=1 "$PY" -W ignore setup.py --quiet build_ext --inplace >/dev/null
+log=$(mktemp)
+if ! HINDSIGHT_BATCH_COMPILE=1 "$PY" -W ignore setup.py --quiet build_ext --inplace >"$log" 2>&1; then
+    grep -v 'warning: Treating generator comprehension' "$log" | tail -40 >&2  # mypyc's errors, on failure only
+    rm -f "$log"
+    echo "scripts/compile.sh: the mypyc build failed" >&2
+    exit 1
+fi
+rm -f "$log"
 echo "compiled in place: $("$PY" -m hindsight_batch --version) (scripts/compile.sh --clean to undo)"

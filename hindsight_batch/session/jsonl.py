@@ -45,7 +45,7 @@ _ESSENTIAL_KEYS = frozenset({
     "command", "output", "exitCode", "excludeFromContext", "isError",
 })
 _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # a surrogate escape: maybe a lone one
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # mypyc takes no surrogate in a literal
 
 
 # Not frozen: these are made once per line, and a frozen dataclass costs four times as much to build.
