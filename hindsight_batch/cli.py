@@ -759,7 +759,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
-    from hindsight_batch.banks import BankResolver, Unreproducible
+    from hindsight_batch.banks import BankResolver, Unreproducible, user_bank_clash
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.sinks.ledger import default_state_dir
 
@@ -775,6 +775,9 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
         bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
     except Unreproducible as exc:
         bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
+    clash = user_bank_clash(resolved, bank)
+    if clash:
+        bank, why = None, f"refused, an import skips these sessions: {clash}"
     rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
             for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())

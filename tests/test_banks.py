@@ -398,3 +398,31 @@ def test_pi_hindsight_scope_tags_reach_imported_items(runner: CliRunner, tmp_pat
     real = os.path.realpath(root)
     assert {"source:pi", "project:github-com-acme-site", f"repo:site-{sha(real, 12)}"} <= set(rows[0]["tags"])
     assert rows[0]["bank_id"] == f"pi-project-site-{sha(real, 12)}"
+
+
+@pytest.mark.parametrize("project_file", [
+    ".hindsight/config.json",  # this tool's own shape: banks.project.bankId
+    ".pi/hindsight.json",  # pi-hindsight's project file
+])
+def test_a_project_bank_equal_to_the_user_bank_is_refused(runner: CliRunner, tmp_path: Path, isolated_home: Path,
+                                                          project_file: str) -> None:
+    # S2: a cloned repository's file must not send its transcripts into the User Bank by naming it.
+    write_json(isolated_home / ".hindsight" / "config.json", {"banks": {"user": {"bankId": "my-user-bank",
+                                                                                 "enabled": True}}})
+    work = tmp_path / "w"
+    write_json(work / project_file, {"banks": {"project": {"bankId": "my-user-bank"}}})
+    other = tmp_path / "other"
+    write_json(other / ".hindsight" / "config.json", {"banks": {"project": {"bankId": "other-bank"}}})
+    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash"),
+                                session_in(tmp_path, other, "s-fine"))
+    assert {r["session_id"] for r in rows} == {"s-fine"} and {r["bank_id"] for r in rows} == {"other-bank"}
+    skipped = summary["sessions_skipped"]
+    assert [Path(s["file"]).name for s in skipped] == ["s-clash.jsonl"]
+    assert "my-user-bank is the User Bank" in skipped[0]["reason"]
+    # A hindsight-pi bankId (or any other rule) that gives the User Bank's id is refused the same way.
+    (work / project_file).unlink()
+    write_json(work / ".hindsight" / "config.json", {"bankId": "my-user-bank"})
+    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash2"))
+    assert rows == [] and "is the User Bank" in summary["sessions_skipped"][0]["reason"]
+    data = json.loads(invoke(runner, "status", "--cwd", str(work), "--json").output)
+    assert data["project_bank_id"] is None and "refused" in data["project_bank_why"]
