@@ -204,7 +204,11 @@ def import_command(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Plan retain items from Pi session files, and with --apply upload them. A dry run by default: no network.
+    """Plan retain items from Pi session files, and with --apply upload them.
+
+    A dry run by default: it writes nothing to the server, but asks it read-only (3 s, with the configured API key)
+    what the live extension already retained, unless --live-retained include; without a reachable server it says
+    it could not check and plans every session whole. --delete-stale also asks the server, to list documents.
 
     PATHS are session files or folders (a folder's *.jsonl and those one folder down, pi's per-cwd layout).
     Without PATHS, the default session root: $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions, or
