@@ -172,3 +172,19 @@ def test_upload_settings_are_per_run_so_a_project_file_cannot_set_them(
     assert values["upload.inFlight"]["value"] == 3 and values["upload.inFlight"]["from"] == str(home)
     assert values["import.turnsPerChunk"]["value"] == 4 and values["import.turnsPerChunk"]["from"] == str(project)
     assert any(f"{project}: upload ignored" in w for w in data["ignored_project_keys"])
+
+
+def test_the_user_bank_has_no_derive_key(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """Only the project bank is derived; ``status`` lists no ``banks.user.derive``. pi-hindsight ignores one in
+    its file (so it is listed as unused here), and in this tool's own files it is an unknown key."""
+    pi_file = write(isolated_home / ".pi" / "agent" / "hindsight.json",
+                    {"banks": {"user": {"bankId": "me", "enabled": True, "derive": "cwd"}}})
+    data = json.loads(invoke(runner, "status", "--cwd", str(tmp_path), "--json").stdout)
+    keys = {r["key"] for r in data["settings"]}
+    assert "banks.project.derive" in keys and "banks.user.bankId" in keys
+    assert not any(k.startswith("banks.user.") and k.endswith("derive") for k in keys)
+    assert f"{pi_file}: banks.user.derive" in data["ignored_extension_keys"]
+    own = write(tmp_path / "own.json", {"banks": {"user": {"derive": "cwd"}}})
+    with pytest.raises(ConfigError) as error:
+        ConfigResolver(env={}, config_file=own).for_cwd(None)
+    assert error.value.key == "banks.user.derive" and "unknown key" in error.value.problem

@@ -54,11 +54,12 @@ class ToolFilter(_Section):
     )
 
 
-class Bank(_Section):
+class UserBank(_Section):
+    """The User Bank: named, never derived (pi-hindsight's user bank has no ``derive``)."""
+
     bank_id: str | None = None
-    enabled: bool = True
+    enabled: bool = False
     mission: str = ""
-    derive: Literal["repo", "cwd", "manual", "basename"] | None = None  # pi-hindsight's project bank rule
 
     @field_validator("bank_id")
     @classmethod
@@ -68,9 +69,16 @@ class Bank(_Section):
         return value
 
 
+class Bank(UserBank):
+    """The project bank: on by default, and derived by pi-hindsight's rule when it has no id."""
+
+    enabled: bool = True
+    derive: Literal["repo", "cwd", "manual", "basename"] | None = None
+
+
 class Banks(_Section):
     project: Bank = Field(default_factory=Bank)
-    user: Bank = Field(default_factory=lambda: Bank(enabled=False))
+    user: UserBank = Field(default_factory=UserBank)
 
 
 class UserRetain(_Section):
