@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from hindsight_batch.banks import BankResolver, Git, Unreproducible, sanitize
 from hindsight_batch.config import ConfigResolver
 from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.server import Server
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -426,3 +428,25 @@ def test_a_project_bank_equal_to_the_user_bank_is_refused(runner: CliRunner, tmp
     assert rows == [] and "is the User Bank" in summary["sessions_skipped"][0]["reason"]
     data = json.loads(invoke(runner, "status", "--cwd", str(work), "--json").output)
     assert data["project_bank_id"] is None and "refused" in data["project_bank_why"]
+
+
+def test_an_applied_import_writes_nothing_to_the_user_bank_a_project_file_names(
+    runner: CliRunner, tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    user_bank, other_bank = f"user-{suffix}", f"proj-{suffix}"
+    monkeypatch.setenv("HINDSIGHT_BASE_URL", hindsight_server.url)
+    write_json(isolated_home / ".hindsight" / "config.json", {"banks": {"user": {"bankId": user_bank,
+                                                                                 "enabled": True}}})
+    work, other = tmp_path / "w", tmp_path / "other"
+    write_json(work / ".hindsight" / "config.json", {"banks": {"project": {"bankId": user_bank}}})
+    write_json(other / ".hindsight" / "config.json", {"banks": {"project": {"bankId": other_bank}}})
+    result = invoke(runner, "import", str(session_in(tmp_path, work, "s-clash")),
+                    str(session_in(tmp_path, other, "s-fine")), "--apply", "--wait", "--json",
+                    "--state", str(tmp_path / "st"), "--live-retained", "include")
+    assert result.exit_code == 0, result.stderr
+    with hindsight_server.client() as client:
+        assert list(client.documents(user_bank)) == []  # what the server holds: nothing in the User Bank
+        assert len(list(client.documents(other_bank))) == 1
+    summary = json.loads(result.output)
+    assert [Path(s["file"]).name for s in summary["sessions_skipped"]] == ["s-clash.jsonl"]
