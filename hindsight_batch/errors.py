@@ -18,6 +18,7 @@ EXIT_BUSY = 75
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in this tool; --debug shows the traceback
 EXIT_SIGINT = 130  # 128 + SIGINT, as shells report a Ctrl-C
 EXIT_SIGTERM = 143  # 128 + SIGTERM
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE: the reader of our output went away (`| head`)
 
 
 class HindsightBatchError(Exception):

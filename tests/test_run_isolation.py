@@ -350,3 +350,29 @@ def test_real_permissions_as_an_unprivileged_user() -> None:
             with contextlib.suppress(OSError):
                 path.chmod(0o700)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _entry_point(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The console entry point in a process of its own (click's runner bypasses it)."""
+    return subprocess.run([sys.executable, "-m", "hindsight_batch", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=120, cwd=REPO)
+
+
+def test_a_usage_error_with_json_still_prints_one_json_object() -> None:
+    for bad in (["--jobs", "0"], ["--branches", "bogus"]):
+        done = _entry_point("import", "samples", "--json", *bad)
+        assert done.returncode == 2
+        error = json.loads(done.stdout)["error"]  # stdout is exactly one JSON object
+        assert error["code"] == 2 and bad[0] in error["message"]
+        assert "Usage:" in done.stderr  # people still get click's usage text
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_141() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `| head` having exited: every write fails with EPIPE
+    try:
+        done = _entry_point("route", "We decided to keep the ledger in DuckDB", stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert done.stderr == ""  # not "internal error: Broken pipe"
