@@ -560,7 +560,7 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
 
 
 @cli.command("flush")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Check the queues and say what would be sent; no network, no writes.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Send at most this many jobs.")
 @click.option("--max-seconds", type=float, help="Start no new request after this many seconds.")
