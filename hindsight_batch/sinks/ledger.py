@@ -286,14 +286,6 @@ class Ledger:
                 [status, error, retryable, _now(), bank_id, *part],
             )
 
-    def set_operation(self, bank_id: str, document_ids: Iterable[str], operation_id: str) -> None:
-        """The request these pending documents now travel in (a refused batch is split into smaller ones)."""
-        ids = list(document_ids)
-        self.db.execute(
-            f"UPDATE documents SET operation_id = ? WHERE bank_id = ? AND document_id IN ({', '.join('?' * len(ids))})",
-            [operation_id, bank_id, *ids],
-        )
-
     def documents(self, statuses: Iterable[str] | None = None) -> list[DocumentRow]:
         """Documents the ledger planned to deliver (all of them, or those in ``statuses``)."""
         wanted = list(statuses) if statuses is not None else None
