@@ -236,3 +236,15 @@ def test_a_resend_after_the_document_settled_gets_a_new_operation_id_a_crash_ret
     ops = [body["operation_id"] for body in bodies(seen)]
     assert ops[0] == ops[1] == operation_id("bank", ["h-a"]) != ops[2]
     ledger.close()
+
+
+def test_a_404_is_absence_only_where_the_call_asks_about_one_thing() -> None:
+    """A document, an operation or a bank the server does not know reads as absent; a 404 to anything else (the
+    bank list, a retain) is a refusal, never a normal answer."""
+    handler, _ = sequence(*[httpx.Response(404, json={"detail": "Not Found"})] * 10)
+    api = client(handler)
+    assert api.document("b", "d") is None and api.operation("b", "op") == {"status": "not_found"}
+    assert list(api.documents("b")) == [] and api.delete_document("b", "d") is False
+    for call in (lambda: api.retain("b", ITEM, "op"), lambda: api.request("GET", "/v1/default/banks")):
+        with pytest.raises(RequestRejected, match="HTTP 404"):
+            call()
