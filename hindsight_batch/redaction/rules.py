@@ -184,8 +184,11 @@ def _keyword_value(match: re.Match[str]) -> bool:
 
 
 _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
-# No "=", ":" or "&" inside (but "=" padding at the end): a value never runs into the next "key=value".
-_VALUE = r"([^\s\"',;{}\[\]()<>`=:&]{4,1024}+={0,3}+)"
+# A quoted value runs to its closing quote, whatever punctuation it holds (a chosen password: "Blue&Blue8204").
+# An unquoted one stops at separators; "&" and ":" are part of it unless a "name=" or "name:" follows them, so a
+# value never runs into the next "key=value" of a query string (and "=" only as padding at the end).
+_VALUE = (r"((?(4)[^\s\"'`]{4,1024}+|(?:[^\s\"',;{}\[\]()<>`=:&]|[:&](?![\w.\-]{1,64}+[=:])){4,1024}+)"
+          r"={0,3}+)")
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -329,7 +332,7 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)[\"'`]?"
             r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
-            r"([\"'`]?)(?:b\"|r\")?" + _VALUE,
+            r"(?:([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,

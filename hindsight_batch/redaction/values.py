@@ -78,12 +78,19 @@ def is_known_non_secret(value: str) -> bool:
     if _UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value):
         return True
     if "/" in value:
-        if value.startswith(("/", "./", "../", "~/")):
-            return True
         segments = value.strip("/").split("/")
+        if value.startswith(("/", "./", "../", "~/")):
+            # A path, unless a part of it is random: base64 keys start with "/" too (an AWS secret key).
+            return not any(_random_segment(segment) for segment in segments)
         if all(_PATH_SEGMENT.fullmatch(s) for s in segments):
             return True  # words between slashes: a path or a route, not base64
     return False
+
+
+def _random_segment(segment: str) -> bool:
+    """Long, with upper and lower case and digits: no folder or file is named like that, a key is."""
+    return (len(segment) >= 16 and any(c.isupper() for c in segment) and any(c.islower() for c in segment)
+            and any(c.isdigit() for c in segment))
 
 
 def _classes(value: str) -> int:
@@ -125,8 +132,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
     entropy = shannon_entropy(value)
     classes = _classes(value)
     if prose:
-        # After a bare word, only what cannot be English: letters with digits (checked above), long and random.
-        return entropy >= 3.0
+        # After a bare word, only what cannot be English: letters with digits (checked above), long and random;
+        # after "password", a chosen one too ("Blue!Blue983": every kind of character, a little less random).
+        return entropy >= 3.0 or (password and classes >= 3 and entropy >= 2.5)
     if password:
         return (classes >= 2 and entropy >= 2.0) or (quoted and len(value) >= 8 and entropy >= 2.5)
     if not (has_digit and has_alpha):
