@@ -223,7 +223,6 @@ def import_command(
     from hindsight_batch.importer import Importer, ImportOptions
     from hindsight_batch.live import LiveCheck
     from hindsight_batch.sinks.manifest import ManifestWriter
-    from hindsight_batch.sinks.upload import Uploader, reconcile
 
     if wait and not apply:
         raise UsageError("--wait goes with --apply")
@@ -255,6 +254,8 @@ def import_command(
     try:
         with open_ledger(state_dir) as ledger, contextlib.closing(live):
             if apply or delete_stale:
+                from hindsight_batch.sinks.upload import Uploader, reconcile
+
                 with client_for(global_settings) as client:
                     client.preflight()  # unreachable or unauthorized: exit 4 before any work, even with nothing to send
                     reconciled = reconcile(ledger, client) if apply else None

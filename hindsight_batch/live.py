@@ -21,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
 from hindsight_batch.config.families import HINDSIGHT_PI
 from hindsight_batch.errors import ServerError
-from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
+
+if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
+    from hindsight_batch.sinks.hindsight import HindsightClient
 
 LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
@@ -95,6 +97,8 @@ class LiveCheck:
             return LiveDecision("include", note="not checked (--live-retained include)")
         if self.problem is not None:
             return LiveDecision("unchecked", note=f"could not check live retains: {self.problem}")
+        from hindsight_batch.sinks.hindsight import RequestRejected
+
         try:
             docs = self._live_documents(bank_id, family, session_id, session_file)
         except (ServerError, RequestRejected) as exc:

@@ -31,7 +31,8 @@ from hindsight_batch.items import (
     valid_timestamp,
 )
 from hindsight_batch.redaction.redactor import Findings, Redactor
-from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing import route_content, strategy_for
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.reader import read_session

@@ -55,19 +55,19 @@ print(json.dumps({"bytes": size, "records": records}))
 
 def run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB, the child's own, from ``os.wait4``) and standard output of one process."""
-    out_file = tempfile.TemporaryFile()
-    err_file = tempfile.TemporaryFile()
-    started = time.perf_counter()
-    child = subprocess.Popen(args, stdout=out_file, stderr=err_file, env=env)
-    _pid, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    out_file.seek(0)
-    err_file.seek(0)
-    out, err = out_file.read().decode(), err_file.read().decode(errors="replace")
-    if child.returncode not in (0, 1):  # 1: some file failed; still a finished import
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        started = time.perf_counter()
+        child = subprocess.Popen(args, stdout=out_file, stderr=err_file, env=env)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        child.returncode = code  # reaped here: Popen must not wait for it again
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read().decode(), err_file.read().decode(errors="replace")
+    if code not in (0, 1):  # 1: some file failed; still a finished import
         sys.stderr.write(err[-2000:])
-        raise SystemExit(f"{' '.join(args[:4])} exited {child.returncode}")
+        raise SystemExit(f"{' '.join(args[:4])} exited {code}")
     return seconds, usage.ru_maxrss / 1024, out
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from hindsight_batch.config import Settings
 from hindsight_batch.redaction.redactor import Redactor
-from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.discovery import default_session_root, find_session_files
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.projection import Projector
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.model import EntryNode
 
 
@@ -84,21 +85,6 @@ class EntryOutcome:
         # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
         self.role, self.dropped, self.removed = role, dropped, removed
         self.handle, self.size, self.findings = handle, size, findings
-
-
-@dataclass
-class StageTimes:
-    """Seconds spent per stage; the benchmark reports them."""
-
-    project: float = 0.0
-    redact: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
-
-    def add(self, other: StageTimes) -> None:
-        self.project += other.project
-        self.redact += other.redact
-        for stage, seconds in other.extra.items():
-            self.extra[stage] = self.extra.get(stage, 0.0) + seconds
 
 
 BATCH_BYTES = 256 << 10
