@@ -210,6 +210,18 @@ def plan_or_skip(*args: Any) -> SessionPlan | str:
     return plan(*args)
 
 
+class _Moved:
+    """The bytes of the file being read that the bar was told of: it moves within a large file."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.done = 0
+
+    def __call__(self, offset: int) -> None:
+        self.bar.update(offset - self.done)
+        self.done = offset
+
+
 class _NoBar:
     """The progress bar of a run without one (``-q``, no terminal): tqdm is not even imported."""
 
@@ -320,16 +332,18 @@ class Importer:
                 else:
                     for path in self.files:
                         job = self._prepare_isolated(path, known, applied, manifest)
+                        moved = _Moved(bar) if self.options.progress else None
                         if job is not None:
                             try:
-                                plan = self._plan_here(job)
+                                plan = self._plan_here(job, moved)
                             except HindsightBatchError:
                                 raise
                             except Exception as exc:  # this file only: the run goes on (never a BaseException)
                                 self._file_failed(path, exc)
                             else:
                                 self._finish(job, plan, applied, manifest)
-                        bar.update(_size(path))
+                        bar.update(_size(path) - (moved.done if moved else 0))
+                        self._show_upload(bar)
                         gc.collect(0)
             self._flush_ledger()
             if self.uploader is not None:
@@ -424,6 +438,7 @@ class Importer:
                 self.times.add(times)
                 self._finish(job, plan, applied, manifest)
             bar.update(job.size)
+            self._show_upload(bar)
 
         try:
             for path in self.files:
@@ -547,9 +562,16 @@ class Importer:
             handled = decision.handled(handled)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, annotations)
 
-    def _plan_here(self, job: _Job) -> SessionPlan | str:
+    def _plan_here(self, job: _Job, moved: Callable[[int], None] | None = None) -> SessionPlan | str:
         return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
-                            self.options.include_content, self.times, job.handled)
+                            self.options.include_content, self.times, job.handled, moved)
+
+    def _show_upload(self, bar: Any) -> None:
+        """On --apply, the bar also says how many items were sent and how many the server confirmed."""
+        if self.uploader is not None and self.options.progress:
+            statuses = self.uploader.stats.statuses
+            bar.set_postfix_str(f"items sent {statuses['sent'] + statuses['confirmed']}, "
+                                f"confirmed {statuses['confirmed']}", refresh=False)
 
     def _finish(
         self,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -35,3 +38,20 @@ def test_what_import_jobs_sends_between_processes_survives_pickling() -> None:
     problem = LineProblem(lineno=7, reason="invalid JSON")
     for value in (header, node, problem):
         assert pickle.loads(pickle.dumps(value)) == value
+
+
+def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp_path: Path) -> None:
+    """Fixed costs: an import of an empty folder (a cron run with nothing new) and a dry run that does not ask
+    the server load neither the reading and planning modules nor the HTTP client or the progress bar."""
+    probe = (
+        "import sys\n"
+        "from hindsight_batch.cli import cli\n"
+        f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r}, '-q',"
+        " '--live-retained', 'include'], standalone_mode=False)\n"
+        "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.redaction.redactor',"
+        " 'hindsight_batch.session.reader', 'hindsight_batch.routing.signals']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -94,7 +95,9 @@ class RecordMaker:
     """The reader visitor for one session file: projects each entry, then redacts and stores kept records in
     batches (:meth:`finish` completes the last one)."""
 
-    def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes) -> None:
+    def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.progress = progress  # the reader reports the bytes read to it (read_session)
         self._projector = Projector(settings)
         self._redactor = redactor
         self._store = store
