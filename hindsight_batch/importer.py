@@ -643,11 +643,11 @@ class Importer:
         if self._session_files is None:
             self._session_files = {}
             for known_path, session in self.ledger.source_sessions().items():
-                if Path(known_path).is_file():
-                    self._session_files.setdefault(session, set()).add(str(Path(known_path).resolve()))
+                if os.path.isfile(known_path):  # os.path, not Path: once per source the ledger knows
+                    self._session_files.setdefault(session, set()).add(os.path.realpath(known_path))
         paths = self._session_files.setdefault(session_id, set())
         paths.add(path)
-        return min(p for p in paths if p == path or Path(p).is_file())
+        return min(p for p in paths if p == path or os.path.isfile(p))
 
     def _wanted(self, header: SessionHeader, mtime: float) -> bool:
         options = self.options

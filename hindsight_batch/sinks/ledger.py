@@ -395,5 +395,5 @@ class Ledger:
         ).fetchall()
         result: dict[str, list[dict[str, Any]]] = {}
         for path, row in rows:
-            result.setdefault(path, []).append(json.loads(row))
+            result.setdefault(path, []).append(jsoncodec.loads(row))
         return result
