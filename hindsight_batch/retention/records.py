@@ -144,7 +144,7 @@ class RecordMaker:
         hints_each = self._redactor.hints_each_utf8([data for _outcome, _record, data in self._pending])
         for (outcome, record, data), hints in zip(self._pending, hints_each, strict=True):
             findings = None
-            if hints:
+            if hints and self._redactor.needs_redaction(data, hints):
                 findings = Findings()
                 redacted = self._redactor.redact_value(record["message"], findings, hints)
                 if redacted != record["message"]:
