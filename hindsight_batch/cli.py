@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import signal
 import sys
 import traceback
@@ -22,6 +23,7 @@ from hindsight_batch.errors import (
     EXIT_INTERNAL,
     EXIT_ITEMS_FAILED,
     EXIT_SIGINT,
+    EXIT_SIGPIPE,
     EXIT_SIGTERM,
     HindsightBatchError,
     Terminated,
@@ -81,6 +83,9 @@ def handle_errors(func: F) -> F:
 def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoReturn:
     """The one line and the exit code for how a command ended; with ``--json`` also one JSON object on stdout,
     ``{"error": {"code", "kind", "message"}}``, so every exit path of a --json run prints exactly one."""
+    if isinstance(exc, BrokenPipeError):  # `hindsight-batch report | head`: no one reads on, nothing to say
+        _quiet_stdout()
+        sys.exit(EXIT_SIGPIPE)
     if isinstance(exc, HindsightBatchError):
         code, line = exc.exit_code, f"hindsight-batch: error: {exc}"
     elif isinstance(exc, KeyboardInterrupt):
@@ -98,6 +103,13 @@ def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoRetur
         _echo(json.dumps({"error": {"code": code, "kind": type(exc).__name__, "message": message}}))
     _echo_err(line)
     sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so that flushing it at exit raises no second broken pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def open_ledger(state_dir: Path | None) -> Ledger:
@@ -549,7 +561,7 @@ def _print_prune(results: list[prune.PruneResult], confirm: bool) -> None:
 
 
 @cli.command("flush")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Check the queues and say what would be sent; no network, no writes.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Send at most this many jobs.")
 @click.option("--max-seconds", type=float, help="Start no new request after this many seconds.")
@@ -883,8 +895,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(prog_name="hindsight-batch", standalone_mode=False)
-    except click.ClickException as exc:
+    except click.ClickException as exc:  # a usage error: click's own message, and with --json one JSON object too
         exc.show()
+        if "--json" in sys.argv[1:]:
+            _echo(json.dumps({"error": {"code": exc.exit_code, "kind": "UsageError", "message": exc.format_message()}}))
         sys.exit(exc.exit_code)
     except click.Abort as exc:  # click turns a Ctrl-C (or the end of input at a prompt) into Abort
         if isinstance(exc.__cause__, KeyboardInterrupt):

@@ -18,6 +18,7 @@ EXIT_BUSY = 75
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in this tool; --debug shows the traceback
 EXIT_SIGINT = 130  # 128 + SIGINT, as shells report a Ctrl-C
 EXIT_SIGTERM = 143  # 128 + SIGTERM
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE: the reader of our output went away (`| head`)
 
 
 class HindsightBatchError(Exception):
@@ -60,13 +61,13 @@ class Terminated(BaseException):
 
 
 _MAX_REASON = 300
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # an escape: mypyc takes no surrogate in a literal
 
 
 def without_surrogates(text: str) -> tuple[str, int]:
     """``text`` with each lone surrogate (which no UTF-8 file or request can hold) replaced by U+FFFD, and how
     many there were."""
-    return _SURROGATE.subn("\ufffd", text)
+    return LONE_SURROGATE.subn("\ufffd", text)
 
 
 def failure_reason(exc: BaseException) -> str:

@@ -762,7 +762,12 @@ def restore(backup: Path, target: Path | None = None, *, force: bool = False, mi
     is private); a target that no longer exists gets the backup's."""
     if not backup.is_file():
         raise UsageError(f"no such backup: {backup}")
-    target = Path(os.path.realpath(target or original_for(backup)))
+    if target is None:
+        target = original_for(backup)
+        if not target.exists():  # a --backup-dir backup: its session file is elsewhere, never beside it
+            raise UsageError(f"{backup}: there is no {target.name} beside this backup to put it back in place of "
+                             f"(a --backup-dir backup?); give --to PATH")
+    target = Path(os.path.realpath(target))
     if target.exists() and not force:
         age = (now if now is not None else time.time()) - target.stat().st_mtime
         if age < min_age:

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from hindsight_batch.errors import UsageError
 from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.sinks.ledger import Ledger
 
@@ -16,6 +17,8 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         "SELECT run_id, command, mode, started_at, finished_at, status FROM runs ORDER BY started_at DESC LIMIT ?",
         [last_runs],
     ).fetchall()
+    if run_id is not None and not db.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
+        raise UsageError(f"--run {run_id}: no such run in the ledger {ledger.path}")
     run_id = run_id or (runs[0][0] if runs else None)
     rows = [json.loads(r[0]) for r in db.execute('SELECT "row" FROM manifest WHERE run_id = ?', [run_id]).fetchall()]
     redactions: Counter[str] = Counter()

@@ -349,6 +349,13 @@ def test_report_summarises_the_latest_run(runner: CliRunner, tmp_path: Path) -> 
     assert "routes: project 9" in human.output
     for secret in seeded("seeded-secrets.txt"):
         assert secret not in result.output
+    unknown = invoke(runner, "report", "--state", str(state), "--run", "no-such-run")
+    assert unknown.exit_code == 2 and "no-such-run" in unknown.stderr  # a typo is not an empty report
+
+
+def test_flush_of_a_path_that_does_not_exist_is_a_usage_error(runner: CliRunner, tmp_path: Path) -> None:
+    result = invoke(runner, "flush", str(tmp_path / "no-such-queue.jsonl"))
+    assert result.exit_code == 2 and "no-such-queue.jsonl" in result.output + result.stderr
 
 
 def test_s7_prompt_text_is_never_policy(runner: CliRunner, tmp_path: Path) -> None:

@@ -272,6 +272,10 @@ def test_permissions_and_mtime_are_kept_and_restore_round_trips(runner: CliRunne
     backup = next((tmp_path / "bk").iterdir())
     assert backup.read_bytes() == original and backup.stat().st_mode & 0o777 == 0o600  # private, see fsutil
     pruned = path.read_bytes()
+    # A backup in --backup-dir does not know where its file is: without --to it is refused, nothing written.
+    nowhere = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--force")
+    assert nowhere.exit_code == 2 and "--to" in nowhere.stderr
+    assert [p.name for p in (tmp_path / "bk").iterdir()] == [backup.name] and path.read_bytes() == pruned
     restored = invoke(runner, "prune-recall-messages", "--restore", str(backup), "--to", str(path), "--force")
     assert restored.exit_code == 0, restored.stderr
     assert path.read_bytes() == original and path.stat().st_mtime_ns == 1_700_000_000_123_456_789

@@ -181,6 +181,36 @@ def test_a_manifest_in_a_missing_or_unwritable_folder_is_one_line_and_leaves_not
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "home", "s"]
 
 
+def test_a_manifest_through_a_symlink_keeps_the_link_and_one_into_a_pipe_is_streamed(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    sessions(tmp_path / "s", 2)
+    real = tmp_path / "plans" / "real.jsonl"
+    real.parent.mkdir()
+    real.write_text("an older manifest\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    result = invoke(runner, "import", str(tmp_path / "s"), "--manifest", str(link), "--state", str(tmp_path / "st"))
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == real  # the link is still a link...
+    assert len(read_manifest(real)) == 2  # ...and the file it points to holds the new, complete manifest
+    assert [p.name for p in real.parent.iterdir()] == ["real.jsonl"]  # no temporary file left beside it
+    # A named pipe (as /dev/stdout may be) is written to, not replaced by a regular file.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdout.write(open({str(fifo)!r}).read())"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        piped = invoke(runner, "import", str(tmp_path / "s"), "--manifest", str(fifo), "--state",
+                       str(tmp_path / "st2"))
+        out, _ = reader.communicate(timeout=60)
+    finally:
+        reader.kill()
+    assert piped.exit_code == 0, piped.stderr
+    assert len([line for line in out.splitlines() if line.strip()]) == 2
+    assert fifo.is_fifo()
+
+
 @pytest.mark.parametrize("command", [["import", "s"], ["report"]])
 def test_a_state_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
@@ -320,3 +350,29 @@ def test_real_permissions_as_an_unprivileged_user() -> None:
             with contextlib.suppress(OSError):
                 path.chmod(0o700)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _entry_point(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """The console entry point in a process of its own (click's runner bypasses it)."""
+    return subprocess.run([sys.executable, "-m", "hindsight_batch", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=120, cwd=REPO)
+
+
+def test_a_usage_error_with_json_still_prints_one_json_object() -> None:
+    for bad in (["--jobs", "0"], ["--branches", "bogus"]):
+        done = _entry_point("import", "samples", "--json", *bad)
+        assert done.returncode == 2
+        error = json.loads(done.stdout)["error"]  # stdout is exactly one JSON object
+        assert error["code"] == 2 and bad[0] in error["message"]
+        assert "Usage:" in done.stderr  # people still get click's usage text
+
+
+def test_output_into_a_closed_pipe_ends_quietly_with_141() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `| head` having exited: every write fails with EPIPE
+    try:
+        done = _entry_point("route", "We decided to keep the ledger in DuckDB", stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert done.stderr == ""  # not "internal error: Broken pipe"

@@ -30,6 +30,7 @@ import ijson
 import orjson
 
 from hindsight_batch import jsoncodec
+from hindsight_batch.errors import LONE_SURROGATE
 
 BLOCK_BYTES = 4 << 20  # fewer, larger reads: measurably faster than 1 MB, still small next to the RSS budget
 BIG_LINE_BYTES = 8 << 20
@@ -45,7 +46,6 @@ _ESSENTIAL_KEYS = frozenset({
     "command", "output", "exitCode", "excludeFromContext", "isError",
 })
 _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")  # a surrogate escape: maybe a lone one
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # mypyc takes no surrogate in a literal
 
 
 # Not frozen: these are made once per line, and a frozen dataclass costs four times as much to build.
@@ -250,18 +250,18 @@ def replace_lone_surrogates(value: dict[str, Any] | list[Any]) -> int:
     stack: list[dict[str, Any] | list[Any]] = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, dict) and any(_LONE_SURROGATE.search(key) for key in item):
+        if isinstance(item, dict) and any(LONE_SURROGATE.search(key) for key in item):
             pairs = list(item.items())
             item.clear()
             for key, sub in pairs:
-                fixed, n = _LONE_SURROGATE.subn("\ufffd", key)
+                fixed, n = LONE_SURROGATE.subn("\ufffd", key)
                 count += n
                 item[fixed] = sub
         slots: Iterable[tuple[Any, Any]] = item.items() if isinstance(item, dict) else enumerate(item)
         for slot, sub in slots:  # (assigning to a slot changes neither a dict's size nor a list's)
             if isinstance(sub, str):
-                if _LONE_SURROGATE.search(sub):
-                    item[slot], n = _LONE_SURROGATE.subn("\ufffd", sub)
+                if LONE_SURROGATE.search(sub):
+                    item[slot], n = LONE_SURROGATE.subn("\ufffd", sub)
                     count += n
             elif isinstance(sub, (dict, list)):
                 stack.append(sub)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,22 +75,40 @@ _FIELDS = tuple(ManifestRow.__dataclass_fields__)
 class ManifestWriter:
     """Writes rows as they come, to a temporary file beside the manifest (``.<name>.<random>.partial``), renamed
     over ``path`` only when the run completes: a manifest at ``path`` is always a complete one. An interrupted or
-    failed run removes its temporary file; only a killed one (SIGKILL) leaves it, visibly partial by its name."""
+    failed run removes its temporary file; only a killed one (SIGKILL) leaves it, visibly partial by its name.
+    A symlink stays a link (its target is replaced); a pipe or device (``/dev/stdout``) is written straight to."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.rows = 0
         self._file: IO[str] | None = None
         self._temp: Path | None = None
-        if path is not None:
+        self._target: Path | None = None
+        if path is None:
+            return
+        try:
+            kind = os.stat(path).st_mode  # follows a link: what the rows would really go to
+        except FileNotFoundError:
+            kind = None
+        except OSError as exc:
+            raise UsageError(f"--manifest {path}: {exc.strerror or type(exc).__name__}") from None
+        if kind is not None and not stat.S_ISREG(kind):
+            # A pipe, a device or /dev/stdout: written straight through (renaming over it would replace it).
             try:
-                fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+                self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
             except OSError as exc:
-                problem = exc.strerror or type(exc).__name__
-                raise UsageError(f"--manifest {path}: cannot write in {path.parent}: {problem}") from None
-            os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
-            self._temp = Path(name)
-            self._file = os.fdopen(fd, "w", encoding="utf-8")
+                raise UsageError(f"--manifest {path}: {exc.strerror or type(exc).__name__}") from None
+            return
+        # A symlink keeps being a link: the complete file is renamed over the file it points to.
+        self._target = Path(os.path.realpath(path))
+        try:
+            fd, name = tempfile.mkstemp(dir=self._target.parent, prefix=f".{self._target.name}.", suffix=".partial")
+        except OSError as exc:
+            problem = exc.strerror or type(exc).__name__
+            raise UsageError(f"--manifest {path}: cannot write in {self._target.parent}: {problem}") from None
+        os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
+        self._temp = Path(name)
+        self._file = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, row: ManifestRow) -> None:
         self.write_json(row.as_json())
@@ -107,17 +126,20 @@ class ManifestWriter:
 
     def close(self, complete: bool = True) -> None:
         """Finish: rename the rows into place when the run ``complete``d, otherwise remove them."""
-        if self._file is None or self._temp is None or self.path is None:
-            return
-        file, temp = self._file, self._temp
+        file, temp, target = self._file, self._temp, self._target
         self._file = self._temp = None
+        if file is None:
+            return
+        if temp is None or target is None:  # written straight through
+            file.close()
+            return
         try:
             if complete:
                 file.flush()
                 os.fsync(file.fileno())
             file.close()
             if complete:
-                os.replace(temp, self.path)
+                os.replace(temp, target)
         finally:
             if not complete or temp.exists():
                 temp.unlink(missing_ok=True)
