@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from hindsight_batch import __version__, build
+from hindsight_batch import __version__, build, stale_compiled
 from hindsight_batch.errors import (
     EXIT_BUSY,
     EXIT_CONFIG,
@@ -888,11 +888,21 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
     }
 
 
+def _warn_if_stale_build() -> None:
+    """A checkout compiled in place (scripts/compile.sh) runs its compiled modules, not the sources edited since:
+    say so rather than run old code silently."""
+    stale = stale_compiled() if build() == "mypyc" else []
+    if stale:
+        _echo_err(f"hindsight-batch: warning: {', '.join(stale)} changed since scripts/compile.sh compiled them; "
+                  "the compiled modules run, not the edits (scripts/compile.sh again, or --clean)")
+
+
 def main() -> None:
     """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
     (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
     flags), with the same codes."""
     signal.signal(signal.SIGTERM, _terminated)
+    _warn_if_stale_build()
     try:
         cli.main(prog_name="hindsight-batch", standalone_mode=False)
     except click.ClickException as exc:  # a usage error: click's own message, and with --json one JSON object too
