@@ -233,7 +233,7 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
-    from hindsight_batch.live import LiveCheck
+    from hindsight_batch.live import LiveCheck, unreachable
     from hindsight_batch.sinks.manifest import ManifestWriter
 
     if wait and not apply:
@@ -244,7 +244,8 @@ def import_command(
     files = find_session_files(list(paths), resolve=True)  # a source is a file, not a spelling (S4)
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(live_retained, lambda: client_for(global_settings) if apply
-                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply)
+                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply,
+                     probe=None if apply else lambda: unreachable(global_settings.base_url, timeout=3))
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,
