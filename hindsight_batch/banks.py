@@ -374,6 +374,12 @@ class BankResolver:
 
     def choose(self, resolved: ResolvedConfig, cwd: str | None, project: str, session_id: str,
                session_file: Path) -> BankChoice:
+        choice = self._choose(resolved, cwd, project, session_id, session_file)
+        clash = user_bank_clash(resolved, choice.bank_id)
+        return BankChoice(None, choice.why, clash) if clash else choice
+
+    def _choose(self, resolved: ResolvedConfig, cwd: str | None, project: str, session_id: str,
+                session_file: Path) -> BankChoice:
         if not cwd:
             return BankChoice(None, "", "the session header has no cwd")
         key = (cwd, project, id(resolved))
@@ -401,6 +407,16 @@ class BankResolver:
             return BankChoice(None, why, f"the extension recorded bank {', '.join(others)} for this session but "
                                          f"its rule now gives {bank} ({why}); not guessing")
         return BankChoice(bank, why)
+
+
+def user_bank_clash(resolved: ResolvedConfig, bank_id: str | None) -> str | None:
+    """Why ``bank_id`` may not be a project bank: it is the User Bank's id (S2: a session's transcript never lands
+    in the User Bank, whichever file, variable or rule named it), else None."""
+    user = resolved.settings.banks.user.bank_id
+    if not bank_id or not user or bank_id != user:
+        return None
+    return (f"its project bank {bank_id} is the User Bank (banks.user.bankId, {resolved.origin('banks.user.bankId')}); "
+            "transcripts are never written to the User Bank: give the project another bank")
 
 
 def with_project_bank(settings: Settings, bank_id: str, extra_tags: list[str] | None = None) -> Settings:

@@ -216,7 +216,11 @@ def import_command(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Plan retain items from Pi session files, and with --apply upload them. A dry run by default: no network.
+    """Plan retain items from Pi session files, and with --apply upload them.
+
+    A dry run by default: it writes nothing to the server, but asks it read-only (3 s, with the configured API key)
+    what the live extension already retained, unless --live-retained include; without a reachable server it says
+    it could not check and plans every session whole. --delete-stale also asks the server, to list documents.
 
     PATHS are session files or folders (a folder's *.jsonl and those one folder down, pi's per-cwd layout).
     Without PATHS, the default session root: $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions, or
@@ -773,7 +777,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
-    from hindsight_batch.banks import BankResolver, Unreproducible
+    from hindsight_batch.banks import BankResolver, Unreproducible, user_bank_clash
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.sinks.ledger import default_state_dir
 
@@ -789,6 +793,9 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
         bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
     except Unreproducible as exc:
         bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
+    clash = user_bank_clash(resolved, bank)
+    if clash:
+        bank, why = None, f"refused, an import skips these sessions: {clash}"
     rows = [{"key": k, "value": mask(v) if isinstance(v, str) else v, "from": resolved.origin(k)}
             for k, v in values.items()]
     ledger_totals = _ledger_totals(state_dir or default_state_dir())

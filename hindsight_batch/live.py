@@ -108,7 +108,13 @@ class LiveCheck:
 
     def _live_documents(self, bank_id: str, family: str, session_id: str, session_file: Path) -> list[dict[str, Any]]:
         if self._client is None and self._factory is not None:
-            self._client = self._factory()
+            made = self._factory()
+            try:
+                made.preflight()  # a 404 from something that is not Hindsight must not read as "retained nothing"
+            except BaseException:
+                made.close()
+                raise
+            self._client = made
         client = self._client
         if client is None:
             return []

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from hindsight_batch.banks import BankResolver, Git, Unreproducible, sanitize
 from hindsight_batch.config import ConfigResolver
 from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.server import Server
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -398,3 +400,53 @@ def test_pi_hindsight_scope_tags_reach_imported_items(runner: CliRunner, tmp_pat
     real = os.path.realpath(root)
     assert {"source:pi", "project:github-com-acme-site", f"repo:site-{sha(real, 12)}"} <= set(rows[0]["tags"])
     assert rows[0]["bank_id"] == f"pi-project-site-{sha(real, 12)}"
+
+
+@pytest.mark.parametrize("project_file", [
+    ".hindsight/config.json",  # this tool's own shape: banks.project.bankId
+    ".pi/hindsight.json",  # pi-hindsight's project file
+])
+def test_a_project_bank_equal_to_the_user_bank_is_refused(runner: CliRunner, tmp_path: Path, isolated_home: Path,
+                                                          project_file: str) -> None:
+    # S2: a cloned repository's file must not send its transcripts into the User Bank by naming it.
+    write_json(isolated_home / ".hindsight" / "config.json", {"banks": {"user": {"bankId": "my-user-bank",
+                                                                                 "enabled": True}}})
+    work = tmp_path / "w"
+    write_json(work / project_file, {"banks": {"project": {"bankId": "my-user-bank"}}})
+    other = tmp_path / "other"
+    write_json(other / ".hindsight" / "config.json", {"banks": {"project": {"bankId": "other-bank"}}})
+    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash"),
+                                session_in(tmp_path, other, "s-fine"))
+    assert {r["session_id"] for r in rows} == {"s-fine"} and {r["bank_id"] for r in rows} == {"other-bank"}
+    skipped = summary["sessions_skipped"]
+    assert [Path(s["file"]).name for s in skipped] == ["s-clash.jsonl"]
+    assert "my-user-bank is the User Bank" in skipped[0]["reason"]
+    # A hindsight-pi bankId (or any other rule) that gives the User Bank's id is refused the same way.
+    (work / project_file).unlink()
+    write_json(work / ".hindsight" / "config.json", {"bankId": "my-user-bank"})
+    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash2"))
+    assert rows == [] and "is the User Bank" in summary["sessions_skipped"][0]["reason"]
+    data = json.loads(invoke(runner, "status", "--cwd", str(work), "--json").output)
+    assert data["project_bank_id"] is None and "refused" in data["project_bank_why"]
+
+
+def test_an_applied_import_writes_nothing_to_the_user_bank_a_project_file_names(
+    runner: CliRunner, tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    user_bank, other_bank = f"user-{suffix}", f"proj-{suffix}"
+    monkeypatch.setenv("HINDSIGHT_BASE_URL", hindsight_server.url)
+    write_json(isolated_home / ".hindsight" / "config.json", {"banks": {"user": {"bankId": user_bank,
+                                                                                 "enabled": True}}})
+    work, other = tmp_path / "w", tmp_path / "other"
+    write_json(work / ".hindsight" / "config.json", {"banks": {"project": {"bankId": user_bank}}})
+    write_json(other / ".hindsight" / "config.json", {"banks": {"project": {"bankId": other_bank}}})
+    result = invoke(runner, "import", str(session_in(tmp_path, work, "s-clash")),
+                    str(session_in(tmp_path, other, "s-fine")), "--apply", "--wait", "--json",
+                    "--state", str(tmp_path / "st"), "--live-retained", "include")
+    assert result.exit_code == 0, result.stderr
+    with hindsight_server.client() as client:
+        assert list(client.documents(user_bank)) == []  # what the server holds: nothing in the User Bank
+        assert len(list(client.documents(other_bank))) == 1
+    summary = json.loads(result.output)
+    assert [Path(s["file"]).name for s in summary["sessions_skipped"]] == ["s-clash.jsonl"]

@@ -153,3 +153,38 @@ def test_the_home_layer_and_global_layers_keep_their_powers(tmp_path: Path, isol
     write(isolated_home / ".hindsight" / "config.json", {"userRetain": {"mode": "router"}, "apiKey": "mine"})
     resolved = ConfigResolver(env={"HOME": str(isolated_home)}).for_cwd(str(tmp_path / "p"))
     assert resolved.settings.user_retain.mode == "router" and resolved.warnings == []
+
+
+def test_upload_settings_are_per_run_so_a_project_file_cannot_set_them(
+    runner: CliRunner, tmp_path: Path, isolated_home: Path
+) -> None:
+    """An import uploads every project's sessions with one set of upload settings, so a per-project ``upload``
+    would never apply: it is ignored with a warning, and ``status`` does not show it as in effect."""
+    home = write(isolated_home / ".hindsight" / "config.json", {"upload": {"inFlight": 3}})
+    repo = tmp_path / "proj"
+    project = write(repo / ".hindsight" / "config.json", {"upload": {"batchItems": 1, "inFlight": 9},
+                                                          "import": {"turnsPerChunk": 4}})
+    result = invoke(runner, "status", "--cwd", str(repo), "--json")
+    assert f"{project}: upload ignored: a per-project file cannot set upload parameters" in result.stderr
+    data = json.loads(result.stdout)
+    values = {r["key"]: r for r in data["settings"]}
+    assert values["upload.batchItems"]["value"] == 16 and values["upload.batchItems"]["from"] == "default"
+    assert values["upload.inFlight"]["value"] == 3 and values["upload.inFlight"]["from"] == str(home)
+    assert values["import.turnsPerChunk"]["value"] == 4 and values["import.turnsPerChunk"]["from"] == str(project)
+    assert any(f"{project}: upload ignored" in w for w in data["ignored_project_keys"])
+
+
+def test_the_user_bank_has_no_derive_key(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """Only the project bank is derived; ``status`` lists no ``banks.user.derive``. pi-hindsight ignores one in
+    its file (so it is listed as unused here), and in this tool's own files it is an unknown key."""
+    pi_file = write(isolated_home / ".pi" / "agent" / "hindsight.json",
+                    {"banks": {"user": {"bankId": "me", "enabled": True, "derive": "cwd"}}})
+    data = json.loads(invoke(runner, "status", "--cwd", str(tmp_path), "--json").stdout)
+    keys = {r["key"] for r in data["settings"]}
+    assert "banks.project.derive" in keys and "banks.user.bankId" in keys
+    assert not any(k.startswith("banks.user.") and k.endswith("derive") for k in keys)
+    assert f"{pi_file}: banks.user.derive" in data["ignored_extension_keys"]
+    own = write(tmp_path / "own.json", {"banks": {"user": {"derive": "cwd"}}})
+    with pytest.raises(ConfigError) as error:
+        ConfigResolver(env={}, config_file=own).for_cwd(None)
+    assert error.value.key == "banks.user.derive" and "unknown key" in error.value.problem

@@ -53,9 +53,9 @@ def document_text(client: HindsightClient, bank: str, doc: str, expected: str, t
     deadline = time.monotonic() + timeout
     text = None
     while time.monotonic() < deadline:
-        response = client.request("GET", f"/v1/default/banks/{bank}/documents/{doc}")
-        if response.status_code == 200:
-            text = str(response.json()["original_text"])
+        found = client.document(bank, doc)  # None until the operation stored it
+        if found is not None:
+            text = str(found["original_text"])
             if text == expected:
                 break
         time.sleep(0.2)

@@ -391,3 +391,54 @@ def test_s1_every_hindsight_custom_type_in_both_shapes_stays_out_even_with_inclu
     assert "KEEP-other-custom-type" in everything and "write-through cache" in everything  # retained as asked
     assert "LEAK-" not in everything
     assert summary["messages_dropped"]["recall"] == 3
+
+
+def test_a_dry_run_writes_nothing_to_the_server_and_its_help_says_what_it_asks(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The help text is true: a dry run only reads from the configured server (with the configured key), and
+    ``--live-retained include`` asks nothing."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[tuple[str, str | None]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _answer(self) -> None:
+            seen.append((self.command, self.headers.get("Authorization")))
+            self.send_response(404)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("HINDSIGHT_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.setenv("HINDSIGHT_API_KEY", "test-key-not-a-secret")
+        b = SessionBuilder(cwd=str(tmp_path / "proj"), session_id="s-ask")
+        b.user("Plan the uploader retries.")
+        b.assistant("Planned.")
+        path = b.write(tmp_path / "s" / "a.jsonl")
+        assert invoke(runner, "import", str(path), "--state", str(tmp_path / "st1"), "-q").exit_code == 0
+        assert seen and {method for method, _ in seen} == {"GET"}
+        assert {auth for _, auth in seen} == {"Bearer test-key-not-a-secret"}
+        seen.clear()
+        result = invoke(runner, "import", str(path), "--state", str(tmp_path / "st2"), "-q", "--live-retained",
+                        "include")
+        assert result.exit_code == 0 and seen == []
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    help_text = " ".join(invoke(runner, "import", "--help").output.split())
+    assert "no network" not in help_text
+    assert "writes nothing to the server" in help_text and "unless --live-retained include" in help_text
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "no network" not in readme and "writes nothing to the server" in readme

@@ -364,7 +364,8 @@ def test_upload_bodies_hold_no_seeded_value(runner: CliRunner, tmp_path: Path, m
                                              .get("operation_id")})
         if "/documents/" in request.url.path:
             return httpx.Response(404, json={"detail": "not found"})  # nothing retained live for this session
-        return httpx.Response(200, json={"version": "test", "status": "completed", "items": [], "total": 0})
+        return httpx.Response(200, json={"version": "test", "status": "completed", "items": [], "banks": [],
+                                         "total": 0})
 
     class MockedClient(hindsight.HindsightClient):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

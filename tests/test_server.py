@@ -316,6 +316,28 @@ def test_forget_deletes_what_one_run_wrote_and_keeps_what_another_run_also_wrote
     assert "forgotten: already-gone 2, deleted 3, kept-shared 1" in shown.stdout
 
 
+def test_a_forgotten_run_imported_again_is_on_the_server_again(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
+) -> None:
+    """The resend after forget is a new request: the server must not take it for a retry of the first one."""
+    bank = bank_env(monkeypatch, hindsight_server)
+    state = str(tmp_path / "state")
+    session = str(_long_session(tmp_path, 1, "again-1"))
+    first = invoke(runner, "import", session, "--apply", "--wait", "--state", state, "--json")
+    assert first.exit_code == 0, first.stderr
+    doc = "pi-import:again-1:project:main:w0000"
+    forgot = invoke(runner, "forget", "--run", json.loads(first.stdout)["run_id"], "--confirm", "--state", state)
+    assert forgot.exit_code == 0 and "deleted 1" in forgot.stdout
+    with hindsight_server.client() as client:
+        assert doc not in server_documents(client, bank)
+        again = invoke(runner, "import", session, "--apply", "--wait", "--state", state, "--json")
+        assert again.exit_code == 0, again.stderr
+        assert json.loads(again.stdout)["upload"]["documents"] == {"confirmed": 1}
+        assert doc in server_documents(client, bank)
+    checked = invoke(runner, "verify", "--state", state)
+    assert checked.exit_code == 0 and "verify: OK" in checked.stdout
+
+
 def test_server_script_stop_drops_the_data(tmp_path: Path) -> None:
     """A stopped instance started again with the same state folder serves no old bank."""
     from tests.server import _start, _stop

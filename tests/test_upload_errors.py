@@ -216,3 +216,35 @@ def test_wait_confirms_only_what_the_server_holds_with_our_hash(tmp_path: Path) 
     assert statuses == {"a": "confirmed", "b": "missing", "c": "missing", "d": "failed"}
     assert ledger.document_hashes()[("bank", "d")][1] == "retry"  # an operation that failed is sent again
     ledger.close()
+
+
+def test_a_resend_after_the_document_settled_gets_a_new_operation_id_a_crash_retry_the_same(tmp_path: Path) -> None:
+    """S5: a request left pending by a crash is retried with the same operation id (a no-op on the server); a
+    document resent on purpose (missing, forgotten) gets a new one, else the server takes it for a done retry."""
+    handler, seen = sequence()
+    up, ledger = uploader(tmp_path, handler)
+    up.add(row("a"), {"content": "a", "document_id": "a"}, 10)
+    up.finish()
+    ledger.set_status("bank", ["a"], "pending")  # as a crash after mark_pending leaves it
+    retry = Uploader(client(handler), ledger, "run-2", Upload.model_validate({}))
+    retry.add(row("a"), {"content": "a", "document_id": "a"}, 10)
+    retry.finish()
+    ledger.set_status("bank", ["a"], "forgotten")  # forget --confirm deleted it: the next run sends it again
+    resend = Uploader(client(handler), ledger, "run-3", Upload.model_validate({}))
+    resend.add(row("a"), {"content": "a", "document_id": "a"}, 10)
+    resend.finish()
+    ops = [body["operation_id"] for body in bodies(seen)]
+    assert ops[0] == ops[1] == operation_id("bank", ["h-a"]) != ops[2]
+    ledger.close()
+
+
+def test_a_404_is_absence_only_where_the_call_asks_about_one_thing() -> None:
+    """A document, an operation or a bank the server does not know reads as absent; a 404 to anything else (the
+    bank list, a retain) is a refusal, never a normal answer."""
+    handler, _ = sequence(*[httpx.Response(404, json={"detail": "Not Found"})] * 10)
+    api = client(handler)
+    assert api.document("b", "d") is None and api.operation("b", "op") == {"status": "not_found"}
+    assert list(api.documents("b")) == [] and api.delete_document("b", "d") is False
+    for call in (lambda: api.retain("b", ITEM, "op"), lambda: api.request("GET", "/v1/default/banks")):
+        with pytest.raises(RequestRejected, match="HTTP 404"):
+            call()

@@ -265,7 +265,7 @@ def _ph_banks(value: Any, label: str, out: Translated) -> None:
         if not isinstance(bank, dict):
             raise ConfigError(label, f"banks.{name}", "must be an object")
         for key, item in bank.items():
-            if key in _PH_BANK_UNUSED:
+            if key in _PH_BANK_UNUSED or (key == "derive" and role == "user"):  # pi-hindsight derives no user bank
                 out.unused.append(f"banks.{name}.{key}")
             elif key in ("bankId", "enabled", "derive"):
                 if key in banks.get(role, {}):

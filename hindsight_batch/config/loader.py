@@ -8,7 +8,8 @@ the whole key, as hindsight-pi merges it.
 
 Layers have powers (issue 17): a per-project file, which any cloned repository can carry, shapes its project's
 retention and names its project bank, but a key that would change the server or credentials, the User Bank,
-``userRetain.mode``, the routing strategy or redaction is ignored there with a warning naming the file and the key.
+``userRetain.mode``, the routing strategy, redaction or the upload parameters (per run, not per project) is ignored
+there with a warning naming the file and the key.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ PROJECT_FORBIDDEN: dict[str, str] = {
     "baseUrl": "the server", "apiKey": "credentials", "banks.user": "the User Bank",
     "userRetain": "userRetain.mode", "routing": "the routing strategy", "redaction": "redaction",
     "extension": "whose bank rule applies",
+    "upload": "upload parameters (they belong to the run, which may cover many projects)",
 }
 # Legacy spellings of this tool's own keys, renamed before merging so that a value's origin is still reported.
 _LEGACY = {("globalRetain",): ("userRetain",), ("banks", "global"): ("banks", "user")}

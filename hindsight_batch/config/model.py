@@ -7,7 +7,9 @@ or where it goes (S8).
 
 from __future__ import annotations
 
+import re
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -54,11 +56,12 @@ class ToolFilter(_Section):
     )
 
 
-class Bank(_Section):
+class UserBank(_Section):
+    """The User Bank: named, never derived (pi-hindsight's user bank has no ``derive``)."""
+
     bank_id: str | None = None
-    enabled: bool = True
+    enabled: bool = False
     mission: str = ""
-    derive: Literal["repo", "cwd", "manual", "basename"] | None = None  # pi-hindsight's project bank rule
 
     @field_validator("bank_id")
     @classmethod
@@ -68,9 +71,16 @@ class Bank(_Section):
         return value
 
 
+class Bank(UserBank):
+    """The project bank: on by default, and derived by pi-hindsight's rule when it has no id."""
+
+    enabled: bool = True
+    derive: Literal["repo", "cwd", "manual", "basename"] | None = None
+
+
 class Banks(_Section):
     project: Bank = Field(default_factory=Bank)
-    user: Bank = Field(default_factory=lambda: Bank(enabled=False))
+    user: UserBank = Field(default_factory=UserBank)
 
 
 class UserRetain(_Section):
@@ -146,8 +156,19 @@ class Settings(_Section):
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+        if not value.lower().startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        # hindsight-pi puts http:// before a URL without one, so another scheme arrives as "http://ftp://host"
+        inner = re.match(r"https?://([a-z][a-z0-9+.-]*)://", value, re.IGNORECASE)
+        if inner:
+            raise ValueError(f"must be an http:// or https:// URL, not {inner.group(1)}://")
+        try:
+            parts = urlsplit(value)
+            host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
+        except ValueError as exc:
+            raise ValueError(f"not a usable URL ({exc})") from None
+        if not host or any(c.isspace() for c in value):
+            raise ValueError("must be an http:// or https:// URL with a host, e.g. http://localhost:8888")
         return value.rstrip("/")
 
     @model_validator(mode="after")

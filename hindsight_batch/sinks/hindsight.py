@@ -2,9 +2,12 @@
 
 Retries (bounded in count and time): 503 honours ``Retry-After``; other 5xx, connection errors and timeouts back
 off exponentially with jitter. 401/403 end the run (:class:`AuthError`, exit 4); a server that stays unreachable
-ends it too (:class:`UnreachableError`, exit 4); another 4xx fails just that request's items
-(:class:`RequestRejected`, with the server's detail). A response naming ``X-Ignored-Params`` means we sent a field
-the server does not know: a bug in this tool, reported as :class:`RequestRejected` so the items are not marked done.
+ends it too (:class:`UnreachableError`, exit 4), and so does an answer that is not the JSON this API gives, or a
+URL httpx cannot use (:class:`BadAnswer`, exit 4). A 404 means "no such document, operation or bank" only for the
+calls that ask about one (``absent_ok``); anywhere else it is a refusal like another 4xx. Another 4xx fails just
+that request's items (:class:`RequestRejected`, with the server's detail). A response naming ``X-Ignored-Params``
+means we sent a field the server does not know: a bug in this tool, reported as :class:`RequestRejected` so the
+items are not marked done.
 The API key goes out as ``Authorization: Bearer`` only when set, and never appears in a message: messages name
 the server by its masked URL, and the key is registered with :mod:`hindsight_batch.masking`.
 """
@@ -43,6 +46,11 @@ class AuthError(ServerError):
 
 class UnreachableError(ServerError):
     """No answer from the server after every retry."""
+
+
+class BadAnswer(ServerError):
+    """Whatever answers at the base URL is not a Hindsight server (an HTML page, a 404 for the bank list), or the
+    URL itself cannot be used."""
 
 
 class RequestRejected(ServerError):
@@ -118,7 +126,12 @@ class HindsightClient:
     ) -> None:
         headers = {"User-Agent": f"hindsight-batch/{__version__}"}
         remember_secret(api_key)
-        url = httpx.URL(base_url)
+        try:
+            url = httpx.URL(base_url)
+        except httpx.InvalidURL as exc:
+            raise BadAnswer(mask(f"cannot use the server URL {base_url}: {exc}")) from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise BadAnswer(mask(f"cannot use the server URL {base_url}: it must be http:// or https:// with a host"))
         if url.password:  # httpx turns userinfo into Basic auth: its password and that header are secrets too
             remember_secret(url.password)
             remember_secret(base64.b64encode(f"{url.username}:{url.password}".encode()).decode())
@@ -143,17 +156,20 @@ class HindsightClient:
     def _backoff(self, attempt: int) -> float:
         return float(self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt)))
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """Send with retries; return a 2xx or 404 response, or raise."""
+    def request(self, method: str, path: str, *, absent_ok: bool = False, **kwargs: Any) -> httpx.Response:
+        """Send with retries; return a 2xx response (or a 404 one when ``absent_ok``), or raise."""
         last_problem = ""
         for attempt in range(self._attempts):
             final = attempt == self._attempts - 1
             try:
                 response = self._http.request(method, path, **kwargs)
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:  # no retry makes such a URL work
+                raise BadAnswer(mask(f"cannot use the server URL {self._base_url}: {exc}")) from None
             except httpx.TransportError as exc:  # connection refused or reset, timeouts, protocol errors
                 last_problem = mask(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
                 if final:
-                    raise UnreachableError(f"no answer from {self._base_url} after {self._attempts} attempts "
+                    tries = f"{self._attempts} attempt{'' if self._attempts == 1 else 's'}"
+                    raise UnreachableError(f"no answer from {self._base_url} after {tries} "
                                            f"({last_problem})") from None
                 self._sleep(self._backoff(attempt))
                 continue
@@ -161,7 +177,7 @@ class HindsightClient:
             if status in (401, 403):
                 raise AuthError(mask(f"the server at {self._base_url} refused our credentials (HTTP {status}): "
                                      f"{_detail(response)}; set HINDSIGHT_API_KEY or apiKey"))
-            if status < 400 or status == 404:
+            if status < 400 or (status == 404 and absent_ok):
                 ignored = response.headers.get("X-Ignored-Params")
                 if ignored:
                     raise RequestRejected(status, f"the server ignored parameters {ignored} (a hindsight-batch bug)")
@@ -175,76 +191,90 @@ class HindsightClient:
             raise RequestRejected(status, _detail(response))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _object(self, response: httpx.Response, *lists: str) -> dict[str, Any]:
+        """The answer's JSON object, whose ``lists`` keys (when present) hold lists; anything else is not this API
+        (an HTML page from a proxy, say): :class:`BadAnswer`, never a decoding error reported as our bug."""
+        request = response.request
+        where = f"{request.method} {request.url.path}"
+        try:
+            data = response.json()
+        except ValueError:
+            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            raise BadAnswer(f"not a Hindsight server at {self._base_url}: {where} answered HTTP "
+                            f"{response.status_code} with {mask(kind)[:80]}, not JSON") from None
+        if not isinstance(data, dict) or any(not isinstance(data.get(key, []), list) for key in lists):
+            raise BadAnswer(f"not a Hindsight server at {self._base_url}: {where} answered JSON of another shape")
+        return data
+
     def retain(self, bank_id: str, items: list[dict[str, Any]], operation_id: str) -> RetainAccepted:
         body = {"items": items, "async": True, "operation_id": operation_id}
         response = self.request("POST", f"{_bank(bank_id)}/memories", json=body)
-        if response.status_code == 404:
-            raise RequestRejected(404, _detail(response))
-        data = response.json()
-        return RetainAccepted(data.get("operation_id"))
+        operation = self._object(response).get("operation_id")
+        return RetainAccepted(str(operation) if operation is not None else None)
 
     def operation(self, bank_id: str, operation_id: str) -> dict[str, Any]:
-        response = self.request("GET", f"{_bank(bank_id)}/operations/{operation_id}")
+        response = self.request("GET", f"{_bank(bank_id)}/operations/{operation_id}", absent_ok=True)
         if response.status_code == 404:
             return {"status": "not_found"}
-        result: dict[str, Any] = response.json()
-        return result
+        return self._object(response)
 
-    def documents(self, bank_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
-        """Every document of a bank (none if the bank does not exist), page by page."""
+    def _pages(self, bank_id: str, params: dict[str, Any], limit: int, pages: int) -> Iterator[dict[str, Any]]:
+        """The bank's documents matching ``params``, ``limit`` a page, at most ``pages`` pages; none if the bank
+        does not exist."""
         offset = 0
-        while True:
-            params: dict[str, Any] = {"limit": page_size, "offset": offset}
-            response = self.request("GET", f"{_bank(bank_id)}/documents", params=params)
+        for _ in range(pages):
+            response = self.request("GET", f"{_bank(bank_id)}/documents", absent_ok=True,
+                                    params={**params, "limit": limit, "offset": offset})
             if response.status_code == 404:
                 return
-            data = response.json()
+            data = self._object(response, "items")
             items = data.get("items") or []
             yield from items
             offset += len(items)
             if not items or offset >= int(data.get("total") or 0):
                 return
 
+    def documents(self, bank_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
+        """Every document of a bank (none if the bank does not exist), page by page."""
+        return self._pages(bank_id, {}, page_size, pages=10_000_000)  # bounded by the server's total
+
     def documents_tagged(self, bank_id: str, tag: str, limit: int = 100, pages: int = 100) -> list[dict[str, Any]]:
         """The documents holding ``tag`` (``tags_match=any_strict``), at most ``pages`` pages; none if the bank
         does not exist. (The live-retained check asks this for ``session:<id>`` before planning a session.)"""
-        found: list[dict[str, Any]] = []
-        for _ in range(pages):
-            response = self.request("GET", f"{_bank(bank_id)}/documents", params={
-                "tags": [tag], "tags_match": "any_strict", "limit": limit, "offset": len(found)})
-            if response.status_code == 404:
-                break
-            data = response.json()
-            items = data.get("items") or []
-            found += items
-            if not items or len(found) >= int(data.get("total") or 0):
-                break
-        return found
+        return list(self._pages(bank_id, {"tags": [tag], "tags_match": "any_strict"}, limit, pages))
 
     def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
         """One document (its ``content_hash``, ``updated_at``, tags, metadata), or None when the server does not
         hold it."""
-        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}")
+        response = self.request("GET", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}", absent_ok=True)
         if response.status_code == 404:
             return None
-        data: dict[str, Any] = response.json()
-        return data
+        return self._object(response)
 
     def delete_document(self, bank_id: str, document_id: str) -> bool:
         response = self.request(
-            "DELETE", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}"
+            "DELETE", f"{_bank(bank_id)}/documents/{quote(document_id, safe='')}", absent_ok=True
         )
         return response.status_code != 404
 
     def preflight(self) -> str | None:
         """Check the server and our credentials with an authenticated cheap call (the bank list), before any work;
-        raise :class:`AuthError` or :class:`UnreachableError`. Returns the server's version."""
+        raise :class:`AuthError`, :class:`UnreachableError`, or :class:`BadAnswer` unless the bank list is a 200
+        JSON object with a ``banks`` list (something else answering at the URL). Returns the server's version."""
         version = self.version()
-        self.request("GET", "/v1/default/banks", params={"limit": 1})
+        try:
+            response = self.request("GET", "/v1/default/banks", params={"limit": 1})
+        except RequestRejected as exc:
+            if exc.status >= 500 or exc.status in (408, 429):
+                raise
+            raise BadAnswer(f"not a Hindsight server at {self._base_url}: its bank list answered {exc}") from None
+        if response.status_code != 200 or not isinstance(self._object(response, "banks").get("banks"), list):
+            raise BadAnswer(f"not a Hindsight server at {self._base_url}: its bank list answered HTTP "
+                            f"{response.status_code} without a list of banks")
         return version
 
     def version(self) -> str | None:
-        response = self.request("GET", "/version")
+        response = self.request("GET", "/version", absent_ok=True)  # an older server may not have it
         if response.status_code == 404:
             return None
-        return str(response.json().get("api_version"))
+        return str(self._object(response).get("api_version"))

@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS documents (
     content_hash VARCHAR, item_hash VARCHAR, status VARCHAR, operation_id VARCHAR, error VARCHAR,
     run_id VARCHAR, updated_at TIMESTAMP, tags VARCHAR, metadata VARCHAR, PRIMARY KEY (bank_id, document_id));
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS retryable BOOLEAN;
+ALTER TABLE documents ADD COLUMN IF NOT EXISTS attempt INTEGER;
 CREATE TABLE IF NOT EXISTS deliveries (
     run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, item_hash VARCHAR, sent_at TIMESTAMP);
 CREATE TABLE IF NOT EXISTS forgotten (
@@ -259,15 +260,33 @@ class Ledger:
         ).fetchall()
         return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
-    def mark_pending(self, rows: Iterable[DocumentRow], operation_id: str, run_id: str) -> None:
-        """Record documents as about to be sent (S5: a kill after this point is resumed by the next run)."""
+    def send_attempts(self, bank_id: str, rows: Iterable[DocumentRow]) -> dict[str, int]:
+        """document id -> the send attempt its next request is: 0 for a document never sent; the same attempt
+        again while the document is still ``pending`` (a crash-and-retry, or a refused batch split: the request
+        must stay a no-op on the server, S5); one more after it settled (missing, forgotten, failed, changed), so
+        that a deliberate resend of the same content gets a new operation id the server has not seen done."""
+        ids = [r.document_id for r in rows]
+        found: dict[str, int] = {}
+        for start in range(0, len(ids), _BATCH):
+            part = ids[start : start + _BATCH]
+            found.update(self.db.execute(
+                "SELECT document_id, coalesce(attempt, 0) + CASE WHEN status = 'pending' THEN 0 ELSE 1 END "
+                f"FROM documents WHERE bank_id = ? AND document_id IN ({', '.join('?' * len(part))})",
+                [bank_id, *part]).fetchall())
+        return {doc_id: int(found.get(doc_id, 0)) for doc_id in ids}
+
+    def mark_pending(self, rows: Iterable[DocumentRow], operation_id: str, run_id: str,
+                     attempts: Mapping[str, int] | None = None) -> None:
+        """Record documents as about to be sent (S5: a kill after this point is resumed by the next run), with
+        the send attempt (:meth:`send_attempts`) their operation id was made from."""
         now = _now()
         rows = list(rows)
+        attempts = attempts or {}
         self._insert(
-            "INSERT OR REPLACE INTO documents VALUES", 15,
+            "INSERT OR REPLACE INTO documents VALUES", 16,
             [[r.bank_id, r.document_id, r.bank_role, r.source_path, r.session_id, r.content_hash, r.item_hash,
               "pending", operation_id, None, run_id, now, json.dumps(r.tags), json.dumps(r.metadata, sort_keys=True),
-              None] for r in rows],
+              None, attempts.get(r.document_id, 0)] for r in rows],
         )
         # Which runs wrote each document: `forget --run` deletes only what no other run also wrote.
         self._insert("INSERT INTO deliveries VALUES", 5,
@@ -283,14 +302,6 @@ class Ledger:
                 f"AND document_id IN ({', '.join('?' * len(part))})",
                 [status, error, retryable, _now(), bank_id, *part],
             )
-
-    def set_operation(self, bank_id: str, document_ids: Iterable[str], operation_id: str) -> None:
-        """The request these pending documents now travel in (a refused batch is split into smaller ones)."""
-        ids = list(document_ids)
-        self.db.execute(
-            f"UPDATE documents SET operation_id = ? WHERE bank_id = ? AND document_id IN ({', '.join('?' * len(ids))})",
-            [operation_id, bank_id, *ids],
-        )
 
     def documents(self, statuses: Iterable[str] | None = None) -> list[DocumentRow]:
         """Documents the ledger planned to deliver (all of them, or those in ``statuses``)."""

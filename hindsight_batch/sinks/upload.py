@@ -4,10 +4,11 @@ Each document moves ``pending`` (recorded before its request leaves) -> ``sent``
 request; the ledger keeps its operation id) -> ``confirmed`` (the server holds it with our ``content_hash``) or
 ``missing`` (its operation ended but the server does not hold it: sent again by the next run) or ``failed`` (with
 the server's detail; ``retryable`` when the server was in trouble rather than refusing the item). A request never
-holds two items with the same ``document_id``; its ``operation_id`` is a uuid5 of the bank and the item hashes, so
-a request retried after a crash is a no-op on the server. A request refused with a 4xx is split in halves until
-the refused items are alone, so one bad item never keeps the others from the server. Requests run in a small
-thread pool; the ledger is written from the calling thread only.
+holds two items with the same ``document_id``; its ``operation_id`` is a uuid5 of the bank, the item hashes and
+each document's send attempt (kept in the ledger), so a request retried after a crash is a no-op on the server,
+while a deliberate resend (the server lost the document, or ``forget`` deleted it) is a new request. A request
+refused with a 4xx is split in halves until the refused items are alone, so one bad item never keeps the others
+from the server. Requests run in a small thread pool; the ledger is written from the calling thread only.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ TERMINAL = {"completed", "failed", "cancelled", "not_found"}
 def operation_id(bank_id: str, keys: list[str], namespace: uuid.UUID = OPERATION_NAMESPACE) -> str:
     """The same request (bank and item keys, in any order) always gets the same id: a retry is a no-op."""
     return str(uuid.uuid5(namespace, bank_id + "\n" + "\n".join(sorted(keys))))
+
+
+def attempt_key(item_hash: str, attempt: int) -> str:
+    """An item's part of its request's operation id: the first attempt keeps the bare item hash (the ids of
+    requests left open by earlier versions stay the same), a resend adds its attempt number."""
+    return item_hash if attempt == 0 else f"{item_hash}#{attempt}"
 
 
 # Fault injection for the crash tests: the process kills itself at this point of the first request.
@@ -96,8 +103,9 @@ class Uploader:
             self._submit(bank_id, batch)
 
     def _submit(self, bank_id: str, batch: _Batch) -> None:
-        op = operation_id(bank_id, [r.item_hash for r in batch.rows])
-        self._ledger.mark_pending(batch.rows, op, self._run_id)
+        attempts = self._ledger.send_attempts(bank_id, batch.rows)
+        op = operation_id(bank_id, [attempt_key(r.item_hash, attempts[r.document_id]) for r in batch.rows])
+        self._ledger.mark_pending(batch.rows, op, self._run_id, attempts)
         _crash_point("pending")
         while len(self._inflight) >= self._settings.in_flight:
             self._collect(block=True)
