@@ -27,6 +27,7 @@ COMPILED = [
     "hindsight_batch/retention/memory_filter.py",
     "hindsight_batch/retention/projection.py",
     "hindsight_batch/retention/records.py",
+    "hindsight_batch/retention/stagetimes.py",
     "hindsight_batch/redaction/redactor.py",
     "hindsight_batch/textscan.py",
     "hindsight_batch/chunking.py",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from hindsight_batch import __version__, build
+from hindsight_batch import __version__, build, stale_compiled
 from hindsight_batch.errors import (
     EXIT_BUSY,
     EXIT_CONFIG,
@@ -237,9 +237,8 @@ def import_command(
     """
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importer import Importer, ImportOptions
-    from hindsight_batch.live import LiveCheck
+    from hindsight_batch.live import LiveCheck, unreachable
     from hindsight_batch.sinks.manifest import ManifestWriter
-    from hindsight_batch.sinks.upload import Uploader, reconcile
 
     if wait and not apply:
         raise UsageError("--wait goes with --apply")
@@ -249,7 +248,8 @@ def import_command(
     files = find_session_files(list(paths), resolve=True)  # a source is a file, not a spelling (S4)
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(live_retained, lambda: client_for(global_settings) if apply
-                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply)
+                     else client_for(global_settings, timeout=3, max_attempts=1), dry_run=not apply,
+                     probe=None if apply else lambda: unreachable(global_settings.base_url, timeout=3))
     options = ImportOptions(
         manifest=manifest,
         include_content=include_content,
@@ -271,6 +271,8 @@ def import_command(
     try:
         with open_ledger(state_dir) as ledger, contextlib.closing(live):
             if apply or delete_stale:
+                from hindsight_batch.sinks.upload import Uploader, reconcile
+
                 with client_for(global_settings) as client:
                     client.preflight()  # unreachable or unauthorized: exit 4 before any work, even with nothing to send
                     reconciled = reconcile(ledger, client) if apply else None
@@ -894,11 +896,21 @@ def _ledger_totals(state_dir: Path) -> dict[str, Any]:
     }
 
 
+def _warn_if_stale_build() -> None:
+    """A checkout compiled in place (scripts/compile.sh) runs its compiled modules, not the sources edited since:
+    say so rather than run old code silently."""
+    stale = stale_compiled() if build() == "mypyc" else []
+    if stale:
+        _echo_err(f"hindsight-batch: warning: {', '.join(stale)} changed since scripts/compile.sh compiled them; "
+                  "the compiled modules run, not the edits (scripts/compile.sh again, or --clean)")
+
+
 def main() -> None:
     """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
     (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
     flags), with the same codes."""
     signal.signal(signal.SIGTERM, _terminated)
+    _warn_if_stale_build()
     try:
         cli.main(prog_name="hindsight-batch", standalone_mode=False)
     except click.ClickException as exc:  # a usage error: click's own message, and with --json one JSON object too

@@ -16,31 +16,31 @@ import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from hindsight_batch import __version__
 from hindsight_batch.banks import BankResolver, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.errors import HindsightBatchError, Terminated, failure_reason, without_surrogates
-from hindsight_batch.live import LiveCheck
-from hindsight_batch.planning import SessionPlan, plan_or_skip
-from hindsight_batch.redaction.redactor import Redactor
-from hindsight_batch.retention.records import StageTimes
-from hindsight_batch.routing.strategy import reason_without_mode
-from hindsight_batch.session.model import SessionHeader
-from hindsight_batch.session.reader import peek_header
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter
-from hindsight_batch.sinks.upload import Uploader
-from hindsight_batch.workers import PlanTask, end_workers, plan_in_worker, worker_pool
+
+# What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
+# empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from hindsight_batch.live import LiveCheck
+    from hindsight_batch.planning import SessionPlan
+    from hindsight_batch.redaction.redactor import Redactor
+    from hindsight_batch.session.model import SessionHeader
+    from hindsight_batch.sinks.upload import Uploader
 
 
 @dataclass(frozen=True)
@@ -196,6 +196,53 @@ class _Job:
 WORKER_BACKLOG_BYTES = 512 << 20
 
 
+def peek_header(path: Path) -> SessionHeader | str:
+    """The reader's header peek, loaded on first use (see the imports above)."""
+    from hindsight_batch.session.reader import peek_header as peek
+
+    return peek(path)
+
+
+def plan_or_skip(*args: Any) -> SessionPlan | str:
+    """The planner, loaded on first use (see the imports above)."""
+    from hindsight_batch.planning import plan_or_skip as plan
+
+    return plan(*args)
+
+
+class _Moved:
+    """The bytes of the file being read that the bar was told of: it moves within a large file."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.done = 0
+
+    def __call__(self, offset: int) -> None:
+        self.bar.update(offset - self.done)
+        self.done = offset
+
+
+class _NoBar:
+    """The progress bar of a run without one (``-q``, no terminal): tqdm is not even imported."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, n: float = 1) -> None:
+        return None
+
+
+def _progress_bar(total: int, unit: str, unit_scale: bool, disable: bool, desc: str, leave: bool) -> Any:
+    if disable:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, unit_scale=unit_scale, desc=desc, leave=leave)
+
+
 def _size(path: Path) -> int:
     """For the progress bar: a file that cannot even be looked at counts 0 (it is reported where it is read)."""
     try:
@@ -208,6 +255,10 @@ def _plan_alone(
     job: _Job, submit: Callable[[_Job, ProcessPoolExecutor], Future[tuple[SessionPlan | str, StageTimes]]]
 ) -> tuple[SessionPlan | str, StageTimes] | BaseException:
     """Plan one session in a worker process of its own: its plan, or what went wrong."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from hindsight_batch.workers import end_workers, worker_pool
+
     alone = worker_pool(1)
     try:
         return submit(job, alone).result()
@@ -251,8 +302,11 @@ class Importer:
         self.times = StageTimes()
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
+        self._shaped: dict[tuple[int, str, tuple[str, ...]], tuple[object, Settings, str]] = {}
 
     def _redactor(self, settings: Settings) -> Redactor:
+        from hindsight_batch.redaction.redactor import Redactor
+
         hosts = tuple(settings.redaction.private_hosts)
         if hosts not in self.redactors:
             self.redactors[hosts] = Redactor(self._key, hosts)
@@ -271,23 +325,25 @@ class Importer:
             self._latest = self.ledger.latest_rows() if known else {}
             applied = self.ledger.document_hashes()
             total = sum(_size(p) for p in self.files)
-            with tqdm(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
-                      desc="import", leave=False) as bar, _collections_between_files():
+            with _progress_bar(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
+                                desc="import", leave=False) as bar, _collections_between_files():
                 if self.options.jobs > 1:
                     self._run_in_workers(known, applied, manifest, bar)
                 else:
                     for path in self.files:
                         job = self._prepare_isolated(path, known, applied, manifest)
+                        moved = _Moved(bar) if self.options.progress else None
                         if job is not None:
                             try:
-                                plan = self._plan_here(job)
+                                plan = self._plan_here(job, moved)
                             except HindsightBatchError:
                                 raise
                             except Exception as exc:  # this file only: the run goes on (never a BaseException)
                                 self._file_failed(path, exc)
                             else:
                                 self._finish(job, plan, applied, manifest)
-                        bar.update(_size(path))
+                        bar.update(_size(path) - (moved.done if moved else 0))
+                        self._show_upload(bar)
                         gc.collect(0)
             self._flush_ledger()
             if self.uploader is not None:
@@ -334,13 +390,17 @@ class Importer:
         known: dict[str, SourceState],
         applied: dict[tuple[str, str], tuple[str, str]],
         manifest: ManifestWriter,
-        bar: tqdm[Any],
+        bar: Any,
     ) -> None:
         """``--jobs N``: sessions are planned in N worker processes and finished here, in file order, so the
         manifest, the ledger and the uploads are the same as with one process.
 
         While a large session is planned, the other workers go on with the files after it; their plans wait
         for it, up to ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from hindsight_batch.workers import PlanTask, end_workers, plan_in_worker, worker_pool
+
         jobs = self.options.jobs
         waiting: deque[tuple[_Job, Future[tuple[SessionPlan | str, StageTimes]]]] = deque()
         backlog = 0
@@ -378,6 +438,7 @@ class Importer:
                 self.times.add(times)
                 self._finish(job, plan, applied, manifest)
             bar.update(job.size)
+            self._show_upload(bar)
 
         try:
             for path in self.files:
@@ -458,13 +519,20 @@ class Importer:
         if choice.bank_id is None:
             summary.sessions_skipped.append({"file": str(path), "reason": f"no project bank: {choice.skip}"})
             return None
-        settings = with_project_bank(settings, choice.bank_id, self.banks.family_tags(resolved, header.cwd))
+        tags = self.banks.family_tags(resolved, header.cwd)
+        # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
+        shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
+        if shaped is None or shaped[0] is not resolved:
+            settings = with_project_bank(settings, choice.bank_id, tags)
+            shaped = (resolved, settings, settings_hash(settings))
+            self._shaped[(id(resolved), choice.bank_id, tuple(tags))] = shaped
+        settings, base_shape = shaped[1], shaped[2]
         seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
         seen["sessions"] += 1
         annotations: dict[str, Any] = {"bank_why": choice.why}
         live = self.options.live
         summary.user_retain_modes.add(settings.user_retain.mode)
-        shape = settings_hash(settings) + (":catch-up" if self.options.catch_up else "")
+        shape = base_shape + (":catch-up" if self.options.catch_up else "")
         shape += f":live-{live.mode}" if live is not None else ""
         key = str(path)
         previous = known.get(key)
@@ -494,9 +562,16 @@ class Importer:
             handled = decision.handled(handled)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, annotations)
 
-    def _plan_here(self, job: _Job) -> SessionPlan | str:
+    def _plan_here(self, job: _Job, moved: Callable[[int], None] | None = None) -> SessionPlan | str:
         return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
-                            self.options.include_content, self.times, job.handled)
+                            self.options.include_content, self.times, job.handled, moved)
+
+    def _show_upload(self, bar: Any) -> None:
+        """On --apply, the bar also says how many items were sent and how many the server confirmed."""
+        if self.uploader is not None and self.options.progress:
+            statuses = self.uploader.stats.statuses
+            bar.set_postfix_str(f"items sent {statuses['sent'] + statuses['confirmed']}, "
+                                f"confirmed {statuses['confirmed']}", refresh=False)
 
     def _finish(
         self,
@@ -568,11 +643,11 @@ class Importer:
         if self._session_files is None:
             self._session_files = {}
             for known_path, session in self.ledger.source_sessions().items():
-                if Path(known_path).is_file():
-                    self._session_files.setdefault(session, set()).add(str(Path(known_path).resolve()))
+                if os.path.isfile(known_path):  # os.path, not Path: once per source the ledger knows
+                    self._session_files.setdefault(session, set()).add(os.path.realpath(known_path))
         paths = self._session_files.setdefault(session_id, set())
         paths.add(path)
-        return min(p for p in paths if p == path or Path(p).is_file())
+        return min(p for p in paths if p == path or os.path.isfile(p))
 
     def _wanted(self, header: SessionHeader, mtime: float) -> bool:
         options = self.options
@@ -605,6 +680,8 @@ class Importer:
         self._count_rows(rows)
 
     def _count_rows(self, rows: list[dict[str, Any]]) -> None:
+        from hindsight_batch.routing.strategy import reason_without_mode
+
         summary = self.summary
         seen_chunks: set[tuple[str, int]] = set()
         for row in rows:

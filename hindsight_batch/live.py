@@ -18,15 +18,21 @@ and plans the whole session (it writes nothing); ``--apply`` never runs without 
 
 from __future__ import annotations
 
+import os
+import socket
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
 from hindsight_batch.config.families import HINDSIGHT_PI
 from hindsight_batch.errors import ServerError
-from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
+from hindsight_batch.masking import mask
+
+if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
+    from hindsight_batch.sinks.hindsight import HindsightClient
 
 LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
@@ -61,11 +67,36 @@ class LiveDecision:
         return CatchUpVerdict(base.retain, base.reason, base.handled_id, base.handled_index, until)
 
 
-class LiveCheck:
-    """Asks the server once per session; in a dry run, the first failure ends the asking for the run."""
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
-    def __init__(self, mode: str, client: Callable[[], HindsightClient] | None, dry_run: bool) -> None:
+
+def unreachable(base_url: str, timeout: float = 3.0) -> str | None:
+    """Why no TCP connection to the server can even be opened (refused, no such host, no answer in ``timeout``),
+    or None. A plain socket, before httpx is loaded: a dry run with no server stays cheap. Not asked behind a
+    proxy (httpx would go through it), nor for a URL without a host; None then, and httpx finds out."""
+    parts = urllib.parse.urlsplit(base_url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    if not parts.hostname or any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return None
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return mask(f"no answer from {base_url} ({exc.strerror or type(exc).__name__})")
+
+
+class LiveCheck:
+    """Asks the server once per session; in a dry run, the first failure ends the asking for the run.
+
+    ``probe`` (a dry run's :func:`unreachable`) is asked once, before the HTTP client is made."""
+
+    def __init__(self, mode: str, client: Callable[[], HindsightClient] | None, dry_run: bool,
+                 probe: Callable[[], str | None] | None = None) -> None:
         self.mode = mode
+        self._probe = probe
         self._factory = client
         self._client: HindsightClient | None = None
         self._dry_run = dry_run
@@ -99,8 +130,12 @@ class LiveCheck:
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
         if self.mode == "include":
             return LiveDecision("include", note="not checked (--live-retained include)")
+        if self._probe is not None and self._client is None:
+            self.problem, self._probe = self._probe(), None
         if self.problem is not None:
             return LiveDecision("unchecked", note=f"could not check live retains: {self.problem}")
+        from hindsight_batch.sinks.hindsight import RequestRejected
+
         try:
             docs = self._live_documents(bank_id, family, session_id, session_file)
         except (ServerError, RequestRejected) as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +31,8 @@ from hindsight_batch.items import (
     valid_timestamp,
 )
 from hindsight_batch.redaction.redactor import Findings, Redactor
-from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing import route_content, strategy_for
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.reader import read_session
@@ -84,14 +85,16 @@ def plan_session(
     include_content: bool,
     times: StageTimes,
     handled: CatchUpVerdict | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SessionPlan:
     """Plan one session. With ``handled`` (catch-up), messages the live extension already handled are left out
-    of every window's content; the windows themselves keep their places, so document ids stay the same."""
+    of every window's content; the windows themselves keep their places, so document ids stay the same.
+    ``progress(offset)`` hears how far the file has been read, every few MB."""
     store = RecordStore()
     try:
         t0 = time.perf_counter()
         inner = times.project + times.redact
-        session = read_session(path, RecordMaker(settings, redactor, store, times))
+        session = read_session(path, RecordMaker(settings, redactor, store, times, progress))
         elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
         times.extra["read"] = times.extra.get("read", 0.0) + elapsed
         plan = SessionPlan(path, session, entries=len(session.entries))
@@ -157,10 +160,11 @@ def plan_or_skip(
     include_content: bool,
     times: StageTimes,
     handled: CatchUpVerdict | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SessionPlan | str:
     """:func:`plan_session`, or why catch-up skips the session (its retain cursor is off the active path)."""
     try:
-        return plan_session(path, header, settings, redactor, run_id, include_content, times, handled)
+        return plan_session(path, header, settings, redactor, run_id, include_content, times, handled, progress)
     except CursorNotOnPath as exc:
         return str(exc)
 

@@ -19,7 +19,7 @@ from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
-from hindsight_batch.retention.records import StageTimes
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.model import SessionHeader
 
 

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from hindsight_batch import jsoncodec  # noqa: E402
 from hindsight_batch.redaction.redactor import Findings, Redactor  # noqa: E402
 from hindsight_batch.redaction.rules import RULES  # noqa: E402
 from tests.adversarial import adversarial_inputs, near_misses  # noqa: E402
@@ -79,6 +80,51 @@ def _blank(sample: Sample) -> str:
     for secret in sample.secrets:
         text = text.replace(secret, "")
     return text.replace("PRIVATE KEY", "PUBLIC KEY") if sample.category in KEY_BLOCKS else text
+
+
+def through_records(redactor: Redactor, text: str) -> list[tuple[str, str]]:
+    """``text`` as an import meets it: as a user message, and as a tool call's arguments when it is a JSON
+    object. For each, (what is kept past the record gates an import runs first -- Redactor.hints_each_utf8,
+    then Redactor.needs_redaction -- and redact_value where they let it through; what redact_value alone keeps)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    try:
+        arguments = json.loads(text)
+    except ValueError:
+        arguments = None
+    if isinstance(arguments, dict):
+        messages.append({"role": "assistant", "content": [{"type": "toolCall", "name": "bash",
+                                                             "arguments": arguments}]})
+    out = []
+    for message in messages:
+        data = jsoncodec.dumps({"type": "message", "message": message})
+        hints = redactor.hints_each_utf8([data])[0]
+        alone = redactor.redact_value(message, Findings(), hints) if hints else message
+        gated = alone if redactor.needs_redaction(data, hints) else message
+        out.append((jsoncodec.dumps(gated).decode(), jsoncodec.dumps(alone).decode()))
+    return out
+
+
+def _survives_any(sample: Sample, text: str) -> bool:
+    return any(survives(secret, text) or survives(json.dumps(secret)[1:-1], text) for secret in sample.secrets)
+
+
+def gate_report(redactor: Redactor, items: list[Sample]) -> None:
+    """Secrets the record gates would lose (must be 0), and those redact_value itself misses in a tool call's
+    arguments (a structure: a value is judged without the text around it)."""
+    lost: list[str] = []
+    structure: dict[str, int] = defaultdict(int)
+    forms = 0
+    for sample in items:
+        for gated, alone in through_records(redactor, sample.text):
+            forms += 1
+            if _survives_any(sample, gated) and not _survives_any(sample, alone):
+                lost.append(f"{sample.category}/{sample.context}")
+            elif _survives_any(sample, alone):
+                structure[sample.category] += 1
+    print(f"record gates (import path): {forms} records, secrets lost by the gates: {len(lost)} {lost[:5]}")
+    if structure:
+        print("   missed by redact_value in tool-call arguments (with or without the gates): "
+              + ", ".join(f"{k} {v}" for k, v in sorted(structure.items())))
 
 
 def evaluate_samples(redactor: Redactor, ds: DetectSecrets | None, items: list[Sample]) -> dict[str, dict[str, Any]]:
@@ -258,6 +304,7 @@ def main() -> None:
     print(f"labelled set: {len(table)} categories, {len(items)} samples, "
           f"{len({(s.category, s.context) for s in items})} category x context pairs (seed {args.seed})")
     print_table(table, ds is not None)
+    gate_report(redactor, items)
     negative_report(redactor, ds)
     false_per_mb(redactor, ds)
     if not args.skip_speed:

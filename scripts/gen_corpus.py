@@ -10,7 +10,14 @@ The mix follows the real sessions in shared/samples-real/pi: most bytes are tool
 (tool-call arguments more than prose), little user text; with default settings about 7% of the bytes are kept
 (real: 6%), and prose has a natural word distribution (see WORDS).
 
-    .venv/bin/python scripts/gen_corpus.py OUT_DIR [--total-mb 300] [--big-mb 200] [--seed 1]
+    .venv/bin/python scripts/gen_corpus.py OUT_DIR [--total-mb 300] [--big-mb 200] [--seed 1] [--shape default]
+
+--shape picks the corpus's shape (scripts/bench.py measures each):
+  default      the profile above;
+  small-files  no large file, files of about 15 KB (median, 40 KB mean): per-file costs dominate;
+  long-lines   spaced JSON (``", "`` and ``": "``, ASCII-escaped as Python's json.dumps writes it), long tool
+               outputs on long lines: most bytes in tool output, few records per MB;
+  keywords     keyword-dense prose: "token", "secret" or "password" in most kept messages (redaction's slow path).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import itertools
 import json
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +58,23 @@ SECRETS = [
 ]
 
 
+SHAPES = ("default", "small-files", "long-lines", "keywords")
+
+
+@dataclass
+class Shape:
+    """What --shape changes: JSON spacing, tool-output size, keyword density."""
+
+    separators: tuple[str, str] = (",", ":")
+    ensure_ascii: bool = False
+    output_median: int = 2_000
+    keywords: bool = False
+
+
+SHAPE = Shape()
+KEYWORDS = ("token", "secret", "password", "api token", "the secret key", "password reset")
+
+
 class Writer:
     def __init__(self, rng: random.Random, path: Path, session_id: str, cwd: str) -> None:
         self.rng = rng
@@ -70,7 +95,7 @@ class Writer:
         return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(seconds)) + f".{ms:03d}Z"
 
     def _write(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = json.dumps(obj, ensure_ascii=SHAPE.ensure_ascii, separators=SHAPE.separators) + "\n"
         self.out.write(line)
         self.size += len(line)
         self.since_secret += len(line)
@@ -78,6 +103,10 @@ class Writer:
     def words(self, count: int) -> str:
         rng = self.rng
         text = " ".join(rng.choices(WORDS, cum_weights=CUM_WEIGHTS, k=count))
+        if SHAPE.keywords and rng.random() < 0.8:  # a keyword somewhere in most texts, not a secret
+            at = rng.randrange(len(text) + 1)
+            at = text.rfind(" ", 0, at) + 1
+            text = f"{text[:at]}{rng.choice(KEYWORDS)} {text[at:]}"
         if self.since_secret > 50_000:  # about one secret per 50 KB
             self.since_secret = 0
             template = rng.choice(SECRETS)
@@ -150,7 +179,7 @@ class Writer:
                          model="claude-sonnet-4-5", stopReason="toolUse",
                          usage={"input": 100, "output": 50, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 150,
                                 "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}})
-            size = int(min(rng.lognormvariate(math.log(2_000), 1.5), 1_500_000))
+            size = int(min(rng.lognormvariate(math.log(SHAPE.output_median), 1.5), 1_500_000))
             output = (self.words(40) + "\n") * max(1, size // 300)
             self.message("toolResult", [{"type": "text", "text": output}], toolCallId=call_id, toolName=tool,
                          isError=rng.random() < 0.05)
@@ -184,23 +213,32 @@ def main() -> None:
     parser.add_argument("--total-mb", type=int, default=300)
     parser.add_argument("--big-mb", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shape", choices=SHAPES, default="default")
     args = parser.parse_args()
+    global SHAPE
+    median = 100_000
+    if args.shape == "small-files":
+        args.big_mb, median = 0, 15_000
+    elif args.shape == "long-lines":
+        SHAPE = Shape(separators=(", ", ": "), ensure_ascii=True, output_median=20_000)
+    elif args.shape == "keywords":
+        SHAPE = Shape(keywords=True)
     rng = random.Random(args.seed)
     sizes = random.Random(args.seed + 1)  # file sizes from their own stream: they do not move when content does
     args.out.mkdir(parents=True, exist_ok=True)
     total = args.total_mb * 1_000_000
     big = min(args.big_mb * 1_000_000, total)
-    written = write_session(rng, args.out, 0, big)
-    written_sizes = [written]
-    index = 1
-    mu, sigma = math.log(100_000), math.log(50) / 2.326  # median 100 KB, p99 about 5 MB
+    written_sizes = [write_session(rng, args.out, 0, big)] if big else []
+    written = sum(written_sizes)
+    index = len(written_sizes)
+    mu, sigma = math.log(median), math.log(50) / 2.326  # median 100 KB, p99 about 5 MB (default shape)
     while written < total:
         target = int(min(sizes.lognormvariate(mu, sigma), total - written + 1))
         size = write_session(rng, args.out, index, max(target, 2_000))
         written_sizes.append(size)
         written += size
         index += 1
-    small = sorted(written_sizes[1:]) or [0]
+    small = sorted(written_sizes[1 if big else 0:]) or [0]
     print(f"wrote {len(written_sizes)} sessions, {written / 1e6:.0f} MB, under {args.out}: "
           f"largest {written_sizes[0] / 1e6:.0f} MB; "
           f"others median {small[len(small) // 2] / 1e3:.0f} KB, p99 {small[int(len(small) * 0.99)] / 1e6:.1f} MB")

@@ -3,13 +3,18 @@ script's second pass really runs the compiled modules."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import build
+from hindsight_batch import COMPILED_SOURCES, build, stale_compiled
 from hindsight_batch.routing import signals
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionHeader
 from tests.conftest import invoke
@@ -35,3 +40,36 @@ def test_what_import_jobs_sends_between_processes_survives_pickling() -> None:
     problem = LineProblem(lineno=7, reason="invalid JSON")
     for value in (header, node, problem):
         assert pickle.loads(pickle.dumps(value)) == value
+
+
+def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp_path: Path) -> None:
+    """Fixed costs: an import of an empty folder (a cron run with nothing new) and a dry run that does not ask
+    the server load neither the reading and planning modules nor the HTTP client or the progress bar."""
+    probe = (
+        "import sys\n"
+        "from hindsight_batch.cli import cli\n"
+        f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r}, '-q',"
+        " '--live-retained', 'include'], standalone_mode=False)\n"
+        "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.redaction.redactor',"
+        " 'hindsight_batch.session.reader', 'hindsight_batch.routing.signals']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_sources_edited_after_an_in_place_build_are_named(tmp_path: Path) -> None:
+    """scripts/compile.sh records each compiled source's hash; an edit since (shadowed by its .so) is named, so
+    the CLI can warn instead of silently running the old code."""
+    package = tmp_path / "pkg"
+    (package / "session").mkdir(parents=True)
+    (package / "chunking.py").write_text("A = 1\n")
+    (package / "session" / "reader.py").write_text("B = 1\n")
+    record = {name: hashlib.sha256((package / name).read_bytes()).hexdigest()
+              for name in ("chunking.py", "session/reader.py")}
+    (package / COMPILED_SOURCES).write_text(json.dumps(record))
+    assert stale_compiled(package) == []
+    (package / "session" / "reader.py").write_text("B = 2\n")
+    assert stale_compiled(package) == ["session/reader.py"]
+    assert stale_compiled(tmp_path) == []  # no record: a pure build, or one compiled elsewhere

@@ -9,7 +9,8 @@ from hindsight_batch.chunking import chunk_nodes
 from hindsight_batch.config import Settings
 from hindsight_batch.planning import plan_session
 from hindsight_batch.redaction.redactor import Redactor
-from hindsight_batch.retention.records import EntryOutcome, StageTimes
+from hindsight_batch.retention.records import EntryOutcome
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.model import EntryNode
 from hindsight_batch.session.reader import peek_header
 from tests.conftest import SessionBuilder

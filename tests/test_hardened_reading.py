@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from hindsight_batch.config import Settings
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.memory_filter import MEMORY_MARKERS, excise_memory
-from hindsight_batch.retention.records import RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.jsonl import Malformed, ParsedObject, iter_objects
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path

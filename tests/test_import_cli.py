@@ -284,7 +284,7 @@ def test_both_items_name_each_other_in_metadata(tmp_path: Path) -> None:
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.planning import plan_session
     from hindsight_batch.redaction.redactor import Redactor
-    from hindsight_batch.retention.records import StageTimes
+    from hindsight_batch.retention.stagetimes import StageTimes
     from hindsight_batch.session.reader import peek_header
 
     path = routed_session(tmp_path, "router")

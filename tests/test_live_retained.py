@@ -4,6 +4,9 @@ extension's live retains."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -126,6 +129,26 @@ def test_a_dry_run_without_a_server_says_it_could_not_check(runner: CliRunner, t
     assert rows[0]["live_retained"]["decision"] == "unchecked" and "EARLY-ONE" in rows[0]["content"]
     result = invoke(runner, "import", str(path), "--state", str(tmp_path / "s2"))
     assert "COULD NOT CHECK" in result.stderr
+    assert "no answer from http://127.0.0.1:9" in summary["live_retained_unchecked"]
+
+
+def test_a_dry_run_without_a_server_does_not_load_the_http_client(tmp_path: Path) -> None:
+    """No server listening: a plain connection attempt finds out before httpx is loaded (a dry run stays cheap)."""
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    path = session(tmp_path, cwd, "s-cheap")
+    probe = (
+        "import json, sys\n"
+        "from hindsight_batch.cli import cli\n"
+        f"cli.main(['import', {str(path)!r}, '--state', {str(tmp_path / 'state')!r}, '-q'],"
+        " standalone_mode=False)\n"
+        "print(json.dumps('httpx' in sys.modules))\n"
+    )
+    env = {**os.environ, "HINDSIGHT_BASE_URL": "http://127.0.0.1:9", "HOME": str(tmp_path)}
+    env = {k: v for k, v in env.items() if "proxy" not in k.lower()}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env,
+                          check=True)
+    assert done.stdout.strip() == "false", done.stdout + done.stderr
 
 
 def test_a_live_cut_off_joins_catch_up_cursor_rules() -> None:

@@ -16,7 +16,8 @@ from hindsight_batch.config import Settings
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.memory_filter import MEMORY_MARKERS, excise_memory
 from hindsight_batch.retention.projection import Projector
-from hindsight_batch.retention.records import RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
 

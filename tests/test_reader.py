@@ -8,7 +8,8 @@ import pytest
 
 from hindsight_batch.config import Settings
 from hindsight_batch.redaction.redactor import Redactor
-from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore, StageTimes
+from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.discovery import default_session_root, find_session_files
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
@@ -231,3 +232,18 @@ def test_the_record_store_spills_past_its_budget_and_gives_records_back_joined()
     assert store.join(handles) == b"\n".join(records)
     assert store.join([handles[3], handles[0]]) == b'{"c":3}\n{"a":1}'
     store.close()
+
+
+def test_a_visitor_hears_how_far_a_large_file_has_been_read(tmp_path: Path) -> None:
+    """The progress bar moves within a large file (every few MB), not only when the file is done."""
+    b = SessionBuilder()
+    for index in range(12):
+        b.user(f"step {index}")
+        b.tool_result("bash", "x" * 1_000_000)
+    path = b.write(tmp_path / "big.jsonl")
+    heard: list[int] = []
+    maker = RecordMaker(Settings(), Redactor(b"k"), RecordStore(), StageTimes(), heard.append)
+    read_session(path, maker)
+    size = path.stat().st_size
+    assert len(heard) >= 2, heard
+    assert heard == sorted(heard) and 0 < heard[0] < heard[-1] < size

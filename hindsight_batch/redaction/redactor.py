@@ -19,7 +19,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
-from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME, Rule, looks_secret, private_url_rule
+from hindsight_batch.redaction.rules import (
+    _KEYWORDS,
+    RULES,
+    SECRET_KEY_NAME,
+    Rule,
+    looks_secret,
+    private_url_rule,
+)
 from hindsight_batch.redaction.values import shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
 
@@ -32,6 +39,26 @@ _AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_PAIR_DISTANCE = 300
+
+
+# The shape gate (Redactor.needs_redaction). A common word such as "token" or "password" puts most records of
+# some sessions through the slow pass, which finds nothing there: "the token budget", "password reset". Before
+# it, the serialized record (lowercased ASCII JSON) is checked at each such word for what the keyword rule needs
+# to find a secret there: a value after at most 32 name characters, a quote, blanks, an operator or a few prose
+# words, that holds a digit or runs 20 characters (secret_value refuses anything else after a keyword that
+# does not name a password; after one that does, 6 characters). Each part is a superset of what the rule
+# accepts in the text the JSON encodes (a tab is ``\t`` there, a quote ``\"``; an escape only lengthens a run):
+# where this finds nothing, the slow pass finds nothing. A keyword inside an object key goes to the slow pass
+# whatever follows (a string under a secret-sounding key is judged whole).
+_SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
+_SHAPE_GAP = (
+    rb"[a-z0-9_.\-]{0,32}(?:\\?[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
+    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\?[\"'`])?(?:[br]\\?\")?"
+)
+_SHAPE_RUN = rb"[^\s\"',;{}\[\]()<>`=:&]"
+_SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
+_SHAPE_PASSWORD = re.compile(rb"(?:password|passwd|passphrase|pwd)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")
+_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb')(?:[^"\\]|\\.)*+":')
 
 
 def marker(rule_id: str) -> str:
@@ -149,6 +176,31 @@ class Redactor:
         self._byte_gates = {
             _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
         }
+        # Literals only the keyword rule looks for: a record holding no others may pass the shape gate.
+        keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
+        self._keyword_only = frozenset(lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,))
+
+    def needs_redaction(self, data: bytes, hints: frozenset[str]) -> bool:
+        """Whether a serialized record (UTF-8 JSON) with these :meth:`hints_each_utf8` hints may hold a secret:
+        False only when every hint is a keyword the keyword rule alone looks for, and no occurrence of one has
+        the shape of a secret after it (see _SHAPE_NAME). Anything else (non-ASCII, other rules' literals, a
+        secret-sounding object key) goes to the slow pass."""
+        if not hints:
+            return False
+        if not hints <= self._keyword_only or not data.isascii():
+            return True
+        lowered = data.lower()
+        if b"cookie" in lowered:  # a secret-sounding key name that is no literal (SECRET_KEY_NAME)
+            return True
+        for lit in hints:
+            needle = lit.encode()
+            pos = lowered.find(needle)
+            while pos != -1:
+                if (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
+                        or _SHAPE_KEY.match(lowered, pos)):
+                    return True
+                pos = lowered.find(needle, pos + 1)
+        return False
 
     def hints(self, lowered: str) -> frozenset[str]:
         """The rule literals (and the PEM marker) that occur in ``lowered`` text: empty means nothing to redact.

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO, Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.projection import Projector
+from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.model import EntryNode
 
 
@@ -86,21 +88,6 @@ class EntryOutcome:
         self.handle, self.size, self.findings = handle, size, findings
 
 
-@dataclass
-class StageTimes:
-    """Seconds spent per stage; the benchmark reports them."""
-
-    project: float = 0.0
-    redact: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
-
-    def add(self, other: StageTimes) -> None:
-        self.project += other.project
-        self.redact += other.redact
-        for stage, seconds in other.extra.items():
-            self.extra[stage] = self.extra.get(stage, 0.0) + seconds
-
-
 BATCH_BYTES = 256 << 10
 
 
@@ -108,7 +95,9 @@ class RecordMaker:
     """The reader visitor for one session file: projects each entry, then redacts and stores kept records in
     batches (:meth:`finish` completes the last one)."""
 
-    def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes) -> None:
+    def __init__(self, settings: Settings, redactor: Redactor, store: RecordStore, times: StageTimes,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.progress = progress  # the reader reports the bytes read to it (read_session)
         self._projector = Projector(settings)
         self._redactor = redactor
         self._store = store
@@ -155,7 +144,7 @@ class RecordMaker:
         hints_each = self._redactor.hints_each_utf8([data for _outcome, _record, data in self._pending])
         for (outcome, record, data), hints in zip(self._pending, hints_each, strict=True):
             findings = None
-            if hints:
+            if hints and self._redactor.needs_redaction(data, hints):
                 findings = Findings()
                 redacted = self._redactor.redact_value(record["message"], findings, hints)
                 if redacted != record["message"]:

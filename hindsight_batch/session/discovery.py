@@ -51,4 +51,20 @@ def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = No
                     found.update(_jsonl_in(sub))
         else:
             raise UsageError(f"no such file or folder: {path}")
-    return sorted({path.resolve() for path in found} if resolve else found)
+    return sorted(_resolved(found) if resolve else found)
+
+
+def _resolved(paths: set[Path]) -> set[Path]:
+    """``path.resolve()`` of each, resolving each folder once: a file that is not a symlink is its resolved
+    folder plus its name (one ``lstat`` instead of one per path component; thousands of files share a folder)."""
+    folders: dict[Path, Path] = {}
+    out: set[Path] = set()
+    for path in paths:
+        if path.is_symlink() or path.name in ("", ".", ".."):
+            out.add(path.resolve())
+            continue
+        folder = folders.get(path.parent)
+        if folder is None:
+            folder = folders[path.parent] = path.parent.resolve()
+        out.add(folder / path.name)
+    return out

@@ -91,6 +91,9 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
     return node
 
 
+PROGRESS_BYTES = 4 << 20
+
+
 def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
     """Read ``path`` (opened read-only; session files are never written here)."""
     with path.open("rb") as stream:
@@ -100,7 +103,14 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
         seq = 0
         shortcut = getattr(visit, "unparsed_tool_result", None)
         fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
+        # A visitor's ``progress(offset)`` hears how far the file has been read, every PROGRESS_BYTES (the
+        # progress bar moves within a large file, not only when it is done).
+        progress: Callable[[int], None] | None = getattr(visit, "progress", None)
+        next_report = PROGRESS_BYTES
         for line in iter_lines(stream, block_bytes=min(BLOCK_BYTES, size + 1)):
+            if progress is not None and line.offset >= next_report:
+                progress(line.offset)
+                next_report = line.offset + PROGRESS_BYTES
             if fast is not None:
                 node = _unparsed_tool_result(line, seq, fast)
                 if node is not None:
