@@ -421,8 +421,10 @@ def test_the_shape_gate_lets_every_secret_through_to_the_slow_pass(shape: str) -
     case, and keyword values at the edges of what the keyword rule accepts (tabs, quotes, long names, a value of
     20 letters, a password of 6, a secret-sounding object key whatever its value)."""
     redactor = Redactor(b"key")
-    texts = [s.text for s in samples(per_context=1)] + [t for _rule, t, _secret in CASES] + [
-        "password:\tHunte!", "pwd = 'Rocket'", 'the token:\t\t"AbCdEfGhIjKlMnOpQrSt"',
+    texts = [s.text for s in samples(per_context=1) + samples(seed=31, per_context=2)] + [
+        t for _rule, t, _secret in CASES] + [
+        "password:\tHunte!", "pwd = 'Rocket'", '"db_password": "Blue&Blue8204"', "DB_PASSWORD=Blue&Blue8204",
+        "token='Ab:cd&ef{gh}[ij](kl)<mn>=op;qr,st'", 'the token:\t\t"AbCdEfGhIjKlMnOpQrSt"',
         "secret for the vault is q8w7e6r5t4y3",
         "my_very_long_name_of_an_api_token_value := 'xK9vB2nM5qL8wE3r'", "token r\"QwErTyUiOpAsDfGhJkLz\"",
         "credentials: ZmFrZWNyZWRlbnRpYWxzMTIzNDU2", "bearer abcdefghijklmnopqrstuvwxyz123",
@@ -456,3 +458,19 @@ def test_the_shape_gate_skips_keyword_prose() -> None:
                  "api key rotation: done", "token: none", "password is short"]:
         changed, passed = _gated(redactor, {"role": "user", "content": [{"type": "text", "text": text}]})
         assert not changed and not passed, text
+
+
+def test_secrets_in_tool_call_arguments_are_found_by_their_key() -> None:
+    """A structure's value is judged without the text around it: its key says what it is."""
+    arguments = {
+        "basic_auth": "dXNlcjpzM2NyM3RQYXNzd29yZDk=",
+        "api_bearer": "q8Zr2LmN4xT7vB1cK9wE3yH6",
+        "auths": {"registry.example.com": {"auth": "ZGVwbG95OkQzcGxveVQwa2VuIQ=="}},
+        "discord_bot_token": "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+        "author": "Jane Doe", "oauth_url": "https://example.com/oauth", "config.auth.mode": "token",
+    }
+    out = Redactor(b"k").redact_value(arguments, Findings())
+    flat = json.dumps(out)
+    for secret in ("dXNlcjpzM2Ny", "q8Zr2LmN4xT7", "ZGVwbG95OkQz", "MTk4NjIyNDgz"):
+        assert secret not in flat
+    assert out["author"] == "Jane Doe" and out["oauth_url"] == "https://example.com/oauth"

@@ -55,7 +55,7 @@ _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\?[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\?[\"'`])?(?:[br]\\?\")?"
 )
-_SHAPE_RUN = rb"[^\s\"',;{}\[\]()<>`=:&]"
+_SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
 _SHAPE_PASSWORD = re.compile(rb"(?:password|passwd|passphrase|pwd)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")
 _SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb')(?:[^"\\]|\\.)*+":')

@@ -69,7 +69,7 @@ def looks_secret(value: str, key: str = "") -> bool:
 
 SECRET_KEY_NAME = re.compile(
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential"
-    r"|cookie|authorization",
+    r"|cookie|authorization|bearer|(?:^|[_\-.])auth(?:$|[_\-.])|basic[_-]?auth",
     re.I,
 )
 

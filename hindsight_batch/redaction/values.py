@@ -122,7 +122,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES) or "://" in value:
         return False
-    chain = "." in value and CODE.fullmatch(value) is not None
+    # Dotted names are code, dotted random parts are a token (a Discord bot token, a JWT without its scheme).
+    chain = ("." in value and CODE.fullmatch(value) is not None
+             and not any(_random_segment(part) for part in value.split(".")))
     if chain and password and any(c.isdigit() for c in value.rsplit(".", 1)[-1]):
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
     if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
