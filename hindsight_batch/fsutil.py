@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -62,3 +64,19 @@ def private_umask() -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """While it lasts, SIGINT and SIGTERM wait (they are delivered as it ends): between making a temporary file
+    and renaming it into place, an interrupt would leave the temporary file behind. Only in the main thread, where
+    Python runs its signal handlers; elsewhere it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    deferred = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

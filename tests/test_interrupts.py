@@ -206,3 +206,20 @@ def test_a_flush_stopped_by_sigterm_exits_143_releases_the_lock_and_loses_no_job
     left = [json.loads(line)["content"] for line in queue.read_text().splitlines()]
     assert 2 <= len(sent) < 30 and set(sent) | set(left) == set(contents)  # every job sent or still queued
     assert len(sent) + len(left) in (30, 31)  # at most the one in flight is in both (S5: never in neither)
+
+
+def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block() -> None:
+    """What keeps a SIGTERM from landing between making a temporary file and renaming it (queue rewrites, the
+    manifest): the signal is delivered, but only once the block is over."""
+    from hindsight_batch.fsutil import signals_deferred
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
+    try:
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # a handler would run here, between bytecodes, if the signal were not held
+            seen.append("block over")
+        assert seen == ["block over", "handled"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import PRIVATE_FILE
+from hindsight_batch.fsutil import PRIVATE_FILE, signals_deferred
 
 if TYPE_CHECKING:
     from hindsight_batch.routing.models import MemoryRouteDecision
@@ -101,13 +101,15 @@ class ManifestWriter:
             return
         # A symlink keeps being a link: the complete file is renamed over the file it points to.
         self._target = Path(os.path.realpath(path))
-        try:
-            fd, name = tempfile.mkstemp(dir=self._target.parent, prefix=f".{self._target.name}.", suffix=".partial")
-        except OSError as exc:
-            problem = exc.strerror or type(exc).__name__
-            raise UsageError(f"--manifest {path}: cannot write in {self._target.parent}: {problem}") from None
+        with signals_deferred():  # an interrupt before self._temp is set would leave the file behind
+            try:
+                fd, name = tempfile.mkstemp(dir=self._target.parent, prefix=f".{self._target.name}.",
+                                            suffix=".partial")
+            except OSError as exc:
+                problem = exc.strerror or type(exc).__name__
+                raise UsageError(f"--manifest {path}: cannot write in {self._target.parent}: {problem}") from None
+            self._temp = Path(name)
         os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
-        self._temp = Path(name)
         self._file = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, row: ManifestRow) -> None:
