@@ -474,3 +474,17 @@ def test_secrets_in_tool_call_arguments_are_found_by_their_key() -> None:
     for secret in ("dXNlcjpzM2Ny", "q8Zr2LmN4xT7", "ZGVwbG95OkQz", "MTk4NjIyNDgz"):
         assert secret not in flat
     assert out["author"] == "Jane Doe" and out["oauth_url"] == "https://example.com/oauth"
+
+
+def test_a_providers_key_near_an_aws_key_id_is_named_by_its_own_rule() -> None:
+    """The AWS pairing (any 40-character run near a key id) runs last: a key with a prefix is claimed first by
+    its own rule, so the summary's counts say what was found."""
+    findings = Findings()
+    text = "ids: AKIAIOSFODNN7EXAMPLE, openai sk-proj-FAKEfake0123456789abcdefghijklmnopqrstuv"
+    out = Redactor(b"k").redact_text(text, findings)
+    assert "FAKEfake0123456789" not in out
+    assert findings.counts == {"aws-access-key": 1, "openai-key": 1}
+    prose = "my creds are AKIAIOSFODNN7EXAMPLE and secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok"
+    findings = Findings()
+    assert "wJalrXUtnFEMI" not in Redactor(b"k").redact_text(prose, findings)
+    assert findings.counts["aws-secret-key"] == 1

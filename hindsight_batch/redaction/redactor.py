@@ -253,9 +253,6 @@ class Redactor:
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
             lowered = lower(text)
-        if not present.isdisjoint(_AWS_KEY_IDS):
-            text = self._redact_aws_pairs(text, findings)
-            lowered = lower(text)
         for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
             rule = self._rules[index]
             pieces: list[str] = []
@@ -268,6 +265,8 @@ class Redactor:
                 pieces.append(text[last:])
                 text = "".join(pieces)
                 lowered = lower(text)
+        if not present.isdisjoint(_AWS_KEY_IDS):  # last: a provider's key (sk-proj-…) is claimed by its own rule
+            text = self._redact_aws_pairs(text, findings)
         return text
 
     @staticmethod
@@ -298,7 +297,10 @@ class Redactor:
     def _redact_aws_pairs(self, text: str, findings: Findings) -> str:
         """A 40-character base64 run with upper, lower case and digits within a few lines of an AWS access key id
         ("my creds are AKIA… and secret …"): the secret access key written in prose, not under its config name."""
-        ids = [match.start() for match in _AWS_KEY_ID.finditer(text)]
+        # The key id itself is redacted by now (aws-access-key): its marker stands where it was.
+        key_id_marker = marker("aws-access-key")
+        ids = sorted([match.start() for match in _AWS_KEY_ID.finditer(text)]
+                     + [match.start() for match in re.finditer(re.escape(key_id_marker), text)])
         if not ids:
             return text
         out: list[str] = []
