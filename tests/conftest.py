@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Iterator
+from http.server import HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +101,16 @@ class SessionBuilder:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(self.lines) + ("\n" if trailing_newline else ""), encoding="utf-8")
         return path
+
+
+@contextlib.contextmanager
+def serving(server: HTTPServer, poll_interval: float = 0.5) -> Iterator[int]:
+    """Serve ``server`` (bound to 127.0.0.1) in a thread while the block runs; yields its port."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": poll_interval}, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

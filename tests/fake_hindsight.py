@@ -26,6 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.conftest import serving
+
 
 @dataclass
 class FakeState:
@@ -220,12 +222,5 @@ class _Server(ThreadingHTTPServer):
 @contextlib.contextmanager
 def fake_hindsight(state: FakeState) -> Iterator[str]:
     """Serve ``state`` on 127.0.0.1 in a thread; yields the base URL."""
-    server = _Server(state)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serving(_Server(state), poll_interval=0.05) as port:
+        yield f"http://127.0.0.1:{port}"

@@ -12,7 +12,16 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.sinks.ledger import Ledger
-from tests.conftest import MAIN_SAMPLE, REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest, seeded
+from tests.conftest import (
+    MAIN_SAMPLE,
+    REAL_SAMPLES,
+    SAMPLES,
+    SessionBuilder,
+    invoke,
+    read_manifest,
+    seeded,
+    serving,
+)
 
 
 def run_import(
@@ -398,7 +407,6 @@ def test_a_dry_run_writes_nothing_to_the_server_and_its_help_says_what_it_asks(
 ) -> None:
     """The help text is true: a dry run only reads from the configured server (with the configured key), and
     ``--live-retained include`` asks nothing."""
-    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     seen: list[tuple[str, str | None]] = []
@@ -416,11 +424,8 @@ def test_a_dry_run_writes_nothing_to_the_server_and_its_help_says_what_it_asks(
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setenv("HINDSIGHT_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}")
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Recorder)) as port:
+        monkeypatch.setenv("HINDSIGHT_BASE_URL", f"http://127.0.0.1:{port}")
         monkeypatch.setenv("HINDSIGHT_API_KEY", "test-key-not-a-secret")
         b = SessionBuilder(cwd=str(tmp_path / "proj"), session_id="s-ask")
         b.user("Plan the uploader retries.")
@@ -433,10 +438,6 @@ def test_a_dry_run_writes_nothing_to_the_server_and_its_help_says_what_it_asks(
         result = invoke(runner, "import", str(path), "--state", str(tmp_path / "st2"), "-q", "--live-retained",
                         "include")
         assert result.exit_code == 0 and seen == []
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
     help_text = " ".join(invoke(runner, "import", "--help").output.split())
     assert "no network" not in help_text
     assert "writes nothing to the server" in help_text and "unless --live-retained include" in help_text

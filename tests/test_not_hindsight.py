@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +18,7 @@ from hindsight_batch.errors import EXIT_SERVER
 from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.hindsight import BadAnswer, HindsightClient
 from hindsight_batch.sinks.ledger import Ledger
-from tests.conftest import SessionBuilder, invoke
+from tests.conftest import SessionBuilder, invoke, serving
 from tests.fake_hindsight import FakeState, fake_hindsight
 
 ANSWERS = {"404": (404, "application/json", b'{"detail": "Not Found"}'),
@@ -44,15 +43,8 @@ def not_hindsight(kind: str) -> Iterator[str]:
         def log_message(self, *_: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://user:hunter2secret@127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as port:
+        yield f"http://user:hunter2secret@127.0.0.1:{port}"
 
 
 @pytest.fixture(autouse=True)

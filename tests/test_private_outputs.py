@@ -7,7 +7,6 @@ import base64
 import http.server
 import json
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hindsight_batch import fsutil
 from hindsight_batch.masking import mask, remember_secret
 from hindsight_batch.sinks.hindsight import HindsightClient, UnreachableError
 from hindsight_batch.sinks.ledger import Ledger
-from tests.conftest import MAIN_SAMPLE, SAMPLES, invoke
+from tests.conftest import MAIN_SAMPLE, SAMPLES, invoke, serving
 
 PASSWORD = "hunter2-Pw-9f3a"
 TOKEN = "tok-7c1e55aa"
@@ -187,15 +186,8 @@ class _EchoingHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echoing_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoingHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoingHandler)) as port:
+        yield f"127.0.0.1:{port}"
 
 
 def test_a_server_error_that_echoes_the_api_key_is_masked(
