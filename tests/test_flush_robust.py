@@ -2,7 +2,7 @@
 idempotently across a kill, and leaves the extension's queue file as it found it (mode, owner).
 
 The server is an ``httpx.MockTransport`` standing in for Hindsight's retain API (``test_flush.py`` drives the
-real server); the CLI gets it through ``cli.client_for``, an interpreted seam.
+real server); the CLI gets it through ``hindsight_batch.client.client_for``, an interpreted seam.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import cli
+from hindsight_batch import client as client_module
 from hindsight_batch.config.model import Upload
 from hindsight_batch.queue import flush as flush_module
 from hindsight_batch.queue.flush import QueueFlusher
@@ -63,7 +63,7 @@ class FakeServer:
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
     fake = FakeServer()
-    monkeypatch.setattr(cli, "client_for", lambda *args, **kwargs: fake.client())
+    monkeypatch.setattr(client_module, "client_for", lambda *args, **kwargs: fake.client())
     yield fake
 
 

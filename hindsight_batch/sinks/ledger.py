@@ -408,3 +408,14 @@ class Ledger:
         for path, row in rows:
             result.setdefault(path, []).append(jsoncodec.loads(row))
         return result
+
+    def totals(self) -> dict[str, Any]:
+        """How much the ledger holds: ``{"runs", "sources", "documents": {status: count}}``."""
+        runs = self.db.execute("SELECT count(*) FROM runs").fetchone()
+        sources = self.db.execute("SELECT count(*) FROM sources").fetchone()
+        docs = self.db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall()
+        return {
+            "runs": runs[0] if runs else 0,
+            "sources": sources[0] if sources else 0,
+            "documents": {status: count for status, count in docs},
+        }

@@ -1,0 +1,191 @@
+"""``import``: parse its options, run :func:`hindsight_batch.api.run_import`, print the summary."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import click
+
+from hindsight_batch.cli.app import cli, common_options, counts, echo, echo_err, handle_errors, progress
+from hindsight_batch.errors import EXIT_ITEMS_FAILED, UsageError
+
+
+def _parse_since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--since: not an ISO date or time: {value!r} (e.g. 2026-01-31)") from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+@cli.command("import")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), help="Write the manifest (JSONL) here.")
+@click.option("--include-content", is_flag=True,
+              help="Put each item's exact content in the manifest's 'content' field (off by default).")
+@click.option("--branches", type=click.Choice(["current", "all"]), help="Import the active branch or every branch.")
+@click.option("--compaction", type=click.Choice(["full", "context"]),
+              help="full: every message on the branch; context: pi's view after the last compaction.")
+@click.option("--since", help="Only sessions modified at or after this ISO date/time.")
+@click.option("--cwd", "cwd_filter", help="Only sessions whose cwd is this folder or below it.")
+@click.option("--project", "project_filter", help="Only sessions of this project name.")
+@click.option("--mode", type=click.Choice(["explicit-only", "router"]), help="Override userRetain.mode.")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Ledger folder (default: $XDG_STATE_HOME/hindsight-batch).")
+@click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
+@click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
+@click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
+@click.option("--delete-stale", is_flag=True,
+              help="Delete the server's pi-import: documents of the sessions this ledger planned that the current "
+                   "plan no longer has (with --apply; without it, list them).")
+@click.option("--live-retained", type=click.Choice(["after", "skip", "include"]), default="after", show_default=True,
+              help="Sessions the live extension already retained (the server is asked, also in a dry run): import "
+                   "only what came after its retains, skip them, or include everything.")
+@click.option("--catch-up", is_flag=True,
+              help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
+@click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Plan this many session files at once, in worker processes. Same output; memory per worker.")
+@common_options
+@handle_errors
+def import_command(
+    paths: tuple[Path, ...],
+    manifest: Path | None,
+    include_content: bool,
+    branches: str | None,
+    compaction: str | None,
+    since: str | None,
+    cwd_filter: str | None,
+    project_filter: str | None,
+    mode: str | None,
+    state_dir: Path | None,
+    apply: bool,
+    wait: bool,
+    wait_timeout: float,
+    delete_stale: bool,
+    live_retained: str,
+    catch_up: bool,
+    max_seconds: float | None,
+    jobs: int,
+    config_file: Path | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Plan retain items from Pi session files, and with --apply upload them.
+
+    A dry run by default: it writes nothing to the server, but asks it read-only (3 s, with the configured API key)
+    what the live extension already retained, unless --live-retained include; without a reachable server it says
+    it could not check and plans every session whole. --delete-stale also asks the server, to list documents.
+
+    PATHS are session files or folders (a folder's *.jsonl and those one folder down, pi's per-cwd layout).
+    Without PATHS, the default session root: $PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions, or
+    ~/.pi/agent/sessions.
+
+    \b
+    Examples:
+      hindsight-batch import samples/ --manifest plan.jsonl
+      hindsight-batch import ~/.pi/agent/sessions --since 2026-01-01 --json
+      hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
+      hindsight-batch import ~/.pi/agent/sessions --apply --wait
+      hindsight-batch import --apply --catch-up --max-seconds 600      (what cron runs)
+      hindsight-batch import ~/.pi/agent/sessions --delete-stale   (lists stale documents; --apply deletes them)
+    """
+    from hindsight_batch.api import ImportOptions, run_import
+
+    result = run_import(ImportOptions(
+        paths=paths, manifest=manifest, include_content=include_content,
+        branches=cast("Literal['current', 'all'] | None", branches),
+        compaction=cast("Literal['full', 'context'] | None", compaction),
+        mode=cast("Literal['explicit-only', 'router'] | None", mode), since=_parse_since(since),
+        cwd_filter=cwd_filter, project_filter=project_filter, state_dir=state_dir, config_file=config_file,
+        apply=apply, wait=wait, wait_timeout=wait_timeout, delete_stale=delete_stale,
+        live_retained=cast("Literal['after', 'skip', 'include']", live_retained), catch_up=catch_up,
+        max_seconds=max_seconds, jobs=jobs, progress=progress(quiet),
+    ))
+    data = result.data
+    if as_json:
+        echo(json.dumps(data, indent=2))
+    elif catch_up and not quiet:
+        echo(_catch_up_line(data))
+    elif not quiet:
+        _print_import_summary(data)
+        if result.stale is not None:
+            verb = "deleted" if apply else "would delete (add --apply)"
+            echo_err(f"  stale documents: {len(result.stale.documents)} found, {verb} {result.stale.deleted}")
+            for doc in result.stale.documents[:20]:
+                echo_err(f"  stale: {doc['bank_id']} {doc['document_id']}")
+    if not result.ok:
+        sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _catch_up_line(data: dict[str, Any]) -> str:
+    upload = data["upload"] or {}
+    documents = upload.get("documents", {})
+    sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
+    return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
+            f"{'sent' if data['mode'] == 'apply' else 'would send'} "
+            f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
+            f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
+            f"failed files {data['failed_files_total']}, "
+            f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
+
+
+def _print_import_summary(data: dict[str, Any]) -> None:
+    from hindsight_batch.routing.models import bank_label
+
+    out = echo_err
+    rate = f" ({data['mb_per_second']} MB/s)" if data["mb_per_second"] else ""
+    out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
+    out(f"  files {data['files']}: sessions {data['sessions']}, unchanged since last run {data['unchanged_files']}, "
+        f"filtered out {data['filtered_out']}, not sessions {len(data['not_sessions'])}; "
+        f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
+    for problem in data["not_sessions"][:10]:
+        out(f"  not a session: {problem['file']}: {problem['reason']}")
+    if data["failed_files_total"]:
+        out(f"  FAILED FILES {data['failed_files_total']} (not imported; tried again next run):")
+    for failed in data["failed_files"][:10]:
+        where = f":{failed['line']}" if failed["line"] is not None else ""
+        out(f"  failed: {failed['file']}{where}: {failed['reason']}")
+    for duplicate in data["duplicate_sessions"][:10]:
+        out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
+    out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
+        f"{data['glued_lines']}; truncated last lines {data['truncated_tails']}")
+    if data["invalid_utf8_lines"] or data["surrogates_replaced"]:
+        out(f"  replaced by U+FFFD: invalid UTF-8 on {data['invalid_utf8_lines']} lines; "
+            f"{data['surrogates_replaced']} lone surrogates")
+    for problem in data["malformed"][:10]:
+        out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
+    out(f"  messages kept {data['messages_kept']}; dropped: {counts(data['messages_dropped'])}")
+    out(f"  chunks {data['chunks']}; routes: {counts(data['routes'])}; items: "
+        f"{counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")
+    out(f"  statuses: {counts(data['statuses'])}; redactions: {counts(data['redactions'])}")
+    if data["skip_reasons"]:
+        out(f"  skipped chunks by reason: {counts(data['skip_reasons'])}")
+    for bank, seen in list(data["project_banks"].items())[:10]:
+        out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
+    if data["live_retained"]:
+        out(f"  live retains: {counts(data['live_retained'])}"
+            + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
+    for skipped in data["sessions_skipped"][:10]:
+        out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
+    if data["router_mode_on"]:
+        out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
+    else:
+        out("  User Bank: explicit-only mode; suggestions are recorded, nothing is written to the User Bank")
+    upload = data["upload"]
+    if upload:
+        still_open = upload["operations_still_open"]
+        out(f"  upload: {upload['requests']} request(s); documents: {counts(upload['documents'])}"
+            + (f"; operations still open: {still_open}" if still_open else ""))
+        for error in upload["errors"][:10]:
+            out(f"  upload error: {error}")
+    if data["manifest"]:
+        out(f"  manifest: {data['manifest']}")
+    out(f"  ledger: {data['ledger']}")
