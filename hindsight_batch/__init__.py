@@ -1,12 +1,123 @@
 """hindsight-batch: move Pi coding-agent transcripts into Hindsight memory, safely.
 
-The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer over it.
+The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer over it. What a program needs:
+
+* :func:`load_settings` - the settings a session in a folder gets (config files, the extension's, environment).
+* :func:`run_import` with :class:`ImportOptions` - plan (dry run) or upload (``apply=True``) session files;
+  returns an :class:`ImportResult` (counts, the manifest path, the whole ``import --json`` document in ``data``).
+* :func:`flush_queues` - drain the live extension's retain queues; one :class:`FlushReport` per queue file.
+* :func:`prune_file`, :func:`prune_paths` - remove persisted recall messages from session files (a preview unless
+  ``confirm=True``; one :class:`PruneResult` each); :func:`restore` puts a backup back (:class:`PruneRefused` when
+  the file is too recent).
+* :func:`verify_documents` - compare the server with the ledger (:class:`VerifyReport`); :func:`forget_applied_run`
+  undoes an applied run (:class:`ForgetReport`); :func:`ledger_report` summarises a run from the ledger;
+  :func:`preview_route` shows how a text would be routed (:class:`MemoryRouteDecision`).
+* Errors: every failure a user can fix is a :class:`HindsightBatchError` whose ``exit_code`` the CLI exits with
+  (:class:`UsageError` 2, :class:`ConfigError` 3, :class:`ServerError` 4, :class:`BusyError` 75).
+
+(``verify`` and ``forget`` are also module names in this package, so their functions carry longer names.)
+Importing this package is cheap: the names above are loaded on first use, so neither the pipeline nor httpx,
+tqdm or duckdb is imported until a function that needs it runs.
+
+Example::
+
+    from hindsight_batch import ImportOptions, run_import
+
+    result = run_import(ImportOptions(paths=[Path("sessions")], manifest=Path("plan.jsonl")))
+    print(result.sessions, result.chunks, result.statuses)
 """
 
+from __future__ import annotations
+
 import hashlib
+import importlib
 import importlib.util
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hindsight_batch.api import (
+        ImportOptions,
+        ImportResult,
+        StaleDocuments,
+        flush_queues,
+        forget_applied_run,
+        ledger_report,
+        load_settings,
+        preview_route,
+        prune_paths,
+        run_import,
+        verify_documents,
+    )
+    from hindsight_batch.config import Settings
+    from hindsight_batch.errors import BusyError, ConfigError, HindsightBatchError, ServerError, UsageError
+    from hindsight_batch.forget import ForgetReport
+    from hindsight_batch.prune import PruneRefused, PruneResult, prune_file, restore
+    from hindsight_batch.queue.flush import FlushReport
+    from hindsight_batch.routing.models import MemoryRouteDecision
+    from hindsight_batch.verify import VerifyReport
+
+# Public name -> the module that defines it, imported on first use (PEP 562).
+_LAZY = {
+    **dict.fromkeys(("ImportOptions", "ImportResult", "StaleDocuments", "flush_queues", "forget_applied_run",
+                     "ledger_report", "load_settings", "preview_route", "prune_paths", "run_import",
+                     "verify_documents"), "hindsight_batch.api"),
+    "Settings": "hindsight_batch.config",
+    **dict.fromkeys(("BusyError", "ConfigError", "HindsightBatchError", "ServerError", "UsageError"),
+                    "hindsight_batch.errors"),
+    "ForgetReport": "hindsight_batch.forget",
+    **dict.fromkeys(("PruneRefused", "PruneResult", "prune_file", "restore"), "hindsight_batch.prune"),
+    "FlushReport": "hindsight_batch.queue.flush",
+    "MemoryRouteDecision": "hindsight_batch.routing.models",
+    "VerifyReport": "hindsight_batch.verify",
+}
+
+__all__ = [
+    "COMPILED_SOURCES",
+    "BusyError",
+    "ConfigError",
+    "FlushReport",
+    "ForgetReport",
+    "HindsightBatchError",
+    "ImportOptions",
+    "ImportResult",
+    "MemoryRouteDecision",
+    "PruneRefused",
+    "PruneResult",
+    "ServerError",
+    "Settings",
+    "StaleDocuments",
+    "UsageError",
+    "VerifyReport",
+    "__version__",
+    "build",
+    "flush_queues",
+    "forget_applied_run",
+    "ledger_report",
+    "load_settings",
+    "preview_route",
+    "prune_file",
+    "prune_paths",
+    "restore",
+    "run_import",
+    "stale_compiled",
+    "verify_documents",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

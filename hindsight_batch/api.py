@@ -242,7 +242,7 @@ def verify_documents(bank: str | None = None, *, state_dir: Path | None = None,
         return verify(ledger, client, bank)
 
 
-def forget(run_id: str, *, confirm: bool = False, force: bool = False, state_dir: Path | None = None,
+def forget_applied_run(run_id: str, *, confirm: bool = False, force: bool = False, state_dir: Path | None = None,
            config_file: Path | None = None) -> ForgetReport:
     """Undo an applied run: its documents on the server, deleted with ``confirm`` (shared ones only with
     ``force``). The forget itself is recorded in the ledger as a run."""

@@ -100,9 +100,10 @@ def forget_command(run_id: str, confirm: bool, force: bool, state_dir: Path | No
       hindsight-batch forget --run 20260501T100000Z-1a2b3c4d
       hindsight-batch forget --run 20260501T100000Z-1a2b3c4d --confirm
     """
-    from hindsight_batch.api import forget
+    from hindsight_batch.api import forget_applied_run
 
-    data = forget(run_id, confirm=confirm, force=force, state_dir=state_dir, config_file=config_file).to_dict()
+    report = forget_applied_run(run_id, confirm=confirm, force=force, state_dir=state_dir, config_file=config_file)
+    data = report.to_dict()
     if as_json:
         echo(json.dumps(data, indent=2))
     elif not quiet:
