@@ -1,0 +1,110 @@
+"""The library without the command line: a program imports ``hindsight_batch``, runs an import and a flush, and
+gets typed results; the CLI is a layer over the same calls (same counts)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import hindsight_batch
+from hindsight_batch import ImportOptions, ImportResult, UsageError, flush_queues, run_import
+from tests.conftest import SAMPLES, invoke, read_manifest
+from tests.test_flush import SECRET, job, project_queue, write_queue
+
+# Session files under samples/ (the folder's *.jsonl and one folder down): seven sessions and one empty file.
+SAMPLE_FILES, SAMPLE_SESSIONS = 8, 7
+
+
+def samples_copy(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(SAMPLES, tmp_path / "sessions"))
+
+
+def test_run_import_plans_the_samples_and_writes_the_manifest(tmp_path: Path) -> None:
+    sessions = samples_copy(tmp_path)
+    manifest = tmp_path / "plan.jsonl"
+    options = ImportOptions(paths=[sessions], manifest=manifest, state_dir=tmp_path / "state",
+                            live_retained="include")
+    result = run_import(options)
+    assert isinstance(result, ImportResult) and result.ok
+    assert (result.mode, result.files, result.sessions) == ("dry-run", SAMPLE_FILES, SAMPLE_SESSIONS)
+    rows = read_manifest(manifest)
+    assert result.chunks == len(rows) > 0 and result.statuses == {"planned": len(rows)}
+    assert {row["status"] for row in rows} == {"planned"}
+    assert all(row["source_file"].startswith(str(sessions)) for row in rows)
+    assert result.data["manifest"] == str(manifest) and result.stale is None
+    assert (tmp_path / "state" / "ledger.duckdb").is_file()
+    # The ledger remembers: the same files again are not read again, their rows are reused as they were (S4).
+    again = run_import(ImportOptions(paths=[sessions], state_dir=tmp_path / "state", live_retained="include"))
+    assert again.run_id != result.run_id and again.data["unchanged_files"] == SAMPLE_SESSIONS
+    assert (again.chunks, again.statuses, again.data["bytes_read"]) == (result.chunks, result.statuses, 0)
+
+
+def test_the_cli_import_is_the_library_call(runner: CliRunner, tmp_path: Path) -> None:
+    sessions = samples_copy(tmp_path)
+    library = run_import(ImportOptions(paths=[sessions], state_dir=tmp_path / "a", live_retained="include"))
+    printed = invoke(runner, "import", str(sessions), "--state", str(tmp_path / "b"), "--live-retained", "include",
+                     "--json", "-q")
+    data = json.loads(printed.output)
+    for key in ("files", "sessions", "chunks", "statuses", "routes", "items_by_bank_role", "redactions"):
+        assert data[key] == library.data[key], key
+
+
+def test_options_that_do_not_go_together_are_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--wait goes with --apply") as raised:
+        run_import(ImportOptions(paths=[samples_copy(tmp_path)], wait=True, state_dir=tmp_path / "state"))
+    assert raised.value.exit_code == 2
+    assert not (tmp_path / "state").exists()  # refused before any work
+
+
+def test_flush_queues_dry_run_counts_and_writes_nothing(tmp_path: Path) -> None:
+    queue = write_queue(project_queue(tmp_path), [job("b", "d", "hello"), job("b", "d", f"key {SECRET}")],
+                        extra_lines=("{broken",))
+    before = queue.read_bytes()
+    reports = flush_queues([tmp_path / "proj"], dry_run=True)
+    assert [r.queue for r in reports] == [str(queue)]
+    report = reports[0]
+    assert (report.jobs, report.would_send, report.sent, report.dead_lettered, report.quarantined) == (2, 1, 0, 1, 1)
+    assert queue.read_bytes() == before and [p.name for p in queue.parent.iterdir()] == ["retain-queue.jsonl"]
+    assert SECRET not in json.dumps(report.to_dict())
+
+
+def test_flush_queues_without_paths_finds_the_global_queue_folder(isolated_home: Path) -> None:
+    queue = write_queue(isolated_home / ".hindsight" / "pi-queues" / "b.jsonl", [job("b", "d", "hello")])
+    reports = flush_queues(dry_run=True)
+    assert [(r.queue, r.would_send) for r in reports] == [(str(queue), 1)]
+
+
+def test_the_package_exports_what_it_documents() -> None:
+    for name in hindsight_batch.__all__:
+        assert getattr(hindsight_batch, name) is not None, name
+        assert name in (hindsight_batch.__doc__ or "") or name.startswith("__") or name in {
+            "COMPILED_SOURCES", "build", "stale_compiled"}, f"{name} is not documented"
+    with pytest.raises(AttributeError):
+        hindsight_batch.no_such_name  # noqa: B018
+
+
+def test_importing_the_package_is_cheap_and_an_import_needs_no_click(tmp_path: Path) -> None:
+    """A program that imports hindsight_batch pays for nothing it does not call; a dry run through the library
+    loads neither click nor httpx."""
+    sessions = samples_copy(tmp_path)
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import hindsight_batch\n"
+        "from hindsight_batch import ImportOptions, flush_queues, run_import, load_settings, restore\n"
+        "heavy = ['httpx', 'tqdm', 'duckdb', 'click', 'pydantic', 'hindsight_batch.importer',"
+        " 'hindsight_batch.planning', 'hindsight_batch.session.reader', 'hindsight_batch.cli']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        f"result = run_import(ImportOptions(paths=[Path({str(sessions)!r})], state_dir=Path({str(tmp_path)!r}) /"
+        " 'state', live_retained='include'))\n"
+        "print(result.sessions, sorted(m for m in ('click', 'httpx') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
+                          cwd=tmp_path)
+    assert done.stdout.splitlines() == ["[]", f"{SAMPLE_SESSIONS} []"], done.stdout + done.stderr
