@@ -108,3 +108,27 @@ def test_importing_the_package_is_cheap_and_an_import_needs_no_click(tmp_path: P
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
                           cwd=tmp_path)
     assert done.stdout.splitlines() == ["[]", f"{SAMPLE_SESSIONS} []"], done.stdout + done.stderr
+
+
+def test_status_shows_the_ledger_totals_and_every_projects_queue(runner: CliRunner, tmp_path: Path,
+                                                                 isolated_home: Path) -> None:
+    """status finds a project's queue through the cwd of a session under the default session root, counts its jobs
+    and dead letters, and reads the ledger's totals (without creating a ledger that is not there)."""
+    project = tmp_path / "proj"
+    queue = write_queue(project_queue(tmp_path), [job("b", "d1", "one"), job("b", "d2", "two")])
+    queue.with_name("retain-queue.dead.jsonl").write_text(json.dumps(job("b", "d3", "dead")) + "\n\n")
+    sessions = isolated_home / ".pi" / "agent" / "sessions" / "--proj--"
+    sessions.mkdir(parents=True)
+    header = {"type": "session", "id": "s-status", "version": 3, "timestamp": "2026-05-01T10:00:00.000Z",
+              "cwd": str(project)}
+    (sessions / "s.jsonl").write_text(json.dumps(header) + "\n")
+    state = tmp_path / "state-folder"
+    before = json.loads(invoke(runner, "status", "--json", "--state", str(state)).output)
+    assert before["ledger"] == {"path": str(state / "ledger.duckdb"), "exists": False} and not state.exists()
+    assert before["queues"] == [{"queue": str(queue), "jobs": 2, "dead": 1}]
+    run_import(ImportOptions(paths=[SAMPLES], state_dir=state, live_retained="include"))
+    after = json.loads(invoke(runner, "status", "--json", "--state", str(state)).output)
+    ledger = after["ledger"]
+    assert (ledger["exists"], ledger["runs"], ledger["sources"]) == (True, 1, SAMPLE_FILES - 1)
+    text = invoke(runner, "status", "--state", str(state)).output
+    assert f"queue: {queue}: 2 job(s), 1 dead-lettered" in text and '"runs": 1' in text
