@@ -140,7 +140,7 @@ def _warn_if_stale_build() -> None:
     stale = stale_compiled() if build() == "mypyc" else []
     if stale:
         echo_err(f"hindsight-batch: warning: {', '.join(stale)} changed since scripts/compile.sh compiled them; "
-                  "the compiled modules run, not the edits (scripts/compile.sh again, or --clean)")
+                 "the compiled modules run, not the edits (scripts/compile.sh again, or --clean)")
 
 
 def main() -> None:

@@ -44,8 +44,8 @@ def flush_command(paths: tuple[Path, ...], dry_run: bool, max_jobs: int | None, 
             verb = "would send" if dry_run else "sent"
             state = ("BUSY, " if r.busy else "") + ("FAILED, " if r.failed else "")
             echo(f"{r.queue}: {state}{verb} {r.would_send if dry_run else r.sent}, "
-                       f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
-                       f"left {r.left}{', stopped early' if r.stopped_early else ''}")
+                 f"retry later {r.retry_later}, dead-lettered {r.dead_lettered}, quarantined {r.quarantined}, "
+                 f"left {r.left}{', stopped early' if r.stopped_early else ''}")
             for error in r.errors[:5]:
                 echo_err(f"  {error}")
         if not reports:

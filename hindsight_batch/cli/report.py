@@ -37,7 +37,7 @@ def report_command(run_id: str | None, state_dir: Path | None, config_file: Path
         return
     for run in data["runs"]:
         echo(f"run {run['run_id']}: {run['command']} ({run['mode']}) {run['status']}, "
-                   f"started {run['started_at']}")
+             f"started {run['started_at']}")
     echo(f"run {data['run_id']}: {data['chunks']} chunk(s)")
     for title, key in (("routes", "by_route"), ("banks", "by_bank"), ("skipped", "skipped_by_reason"),
                        ("redactions", "redactions_by_rule"), ("documents", "documents_by_status"),
@@ -71,9 +71,9 @@ def verify_command(bank: str | None, state_dir: Path | None, config_file: Path |
         echo(json.dumps(data, indent=2))
     elif not quiet:
         echo(f"verify: {'OK' if report.ok else 'DIFFERENCES'}; banks {', '.join(report.banks) or 'none'}; "
-                   f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
-                   f"mismatched {len(report.mismatched)}, stale {len(report.stale)}, extra {len(report.extra)}, "
-                   f"still processing {len(report.pending)}")
+             f"checked {report.checked}, matching {report.matching}, missing {len(report.missing)}, "
+             f"mismatched {len(report.mismatched)}, stale {len(report.stale)}, extra {len(report.extra)}, "
+             f"still processing {len(report.pending)}")
         for kind in ("missing", "mismatched", "stale", "extra", "pending"):
             for entry in data[kind][:50]:
                 fields = f" ({', '.join(entry['fields'])})" if "fields" in entry else ""
@@ -111,6 +111,6 @@ def forget_command(run_id: str, confirm: bool, force: bool, state_dir: Path | No
             shared = " (also written by another run)" if doc["also_written_by_another_run"] else ""
             echo(f"  {doc['action']}: {doc['bank_id']} {doc['document_id']}{shared}")
         echo(f"forget {run_id} ({'confirm' if confirm else 'preview, nothing deleted'}): "
-                   f"{counts(data['counts'])}")
+             f"{counts(data['counts'])}")
         if not confirm and data["counts"].get("would-delete"):
             echo("run again with --confirm to delete them")
