@@ -432,5 +432,5 @@ class Importer:
     def _reuse(self, rows: list[ManifestRow]) -> None:
         """An unchanged source: its rows from the run that last read it, with this run's id."""
         rows = [replace(row, run_id=self.summary.run_id) for row in rows]
-        self.manifest.add_rows(rows)
+        self.manifest.add_manifest_rows(rows)
         self.accounting.rows(rows)

@@ -94,7 +94,7 @@ def plan_session(
     try:
         t0 = time.perf_counter()
         inner = times.project + times.redact
-        session = read_session(path, RecordMaker(settings, redactor, store, times, progress))
+        session = read_session(path, RecordMaker(settings, redactor, store, times), progress)
         elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
         times.extra["read"] = times.extra.get("read", 0.0) + elapsed
         plan = SessionPlan(path, session, entries=len(session.entries))

@@ -32,9 +32,15 @@ from hindsight_batch.routing.signals import SignalMatches, extract_text, find_si
 
 
 class RoutingStrategy(Protocol):
-    name: str
+    """Decides where a chunk goes (ADR ``seeds/000_…``); chosen by ``routing.strategy`` in the settings."""
 
-    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision: ...
+    name: str
+    """The strategy's name in the settings and in every decision it makes."""
+
+    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision:
+        """The decision for one chunk of (already redacted) content: route, targets, reason and, when the route is
+        ``skip``, a stable ``skip_reason``."""
+        ...
 
 
 _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {

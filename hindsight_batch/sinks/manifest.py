@@ -10,7 +10,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -72,9 +72,9 @@ class ManifestWriter:
         os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
         self._file = os.fdopen(fd, "w", encoding="utf-8")
 
-    def add_rows(self, rows: Sequence[ManifestRow]) -> None:
+    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
         """Write a session's rows: all or, when one cannot be encoded (it raises), none."""
-        self.write_lines(encode_rows(rows))
+        self.write_lines(encode_rows(list(manifest_rows)))
 
     def write_lines(self, lines: Sequence[str]) -> None:
         """Rows already encoded by :func:`encode_rows`."""
