@@ -212,7 +212,7 @@ def _decide(
         project_mission=data.missions.project,
         global_mission=data.missions.global_,
         strategy=strategy.name,
-        skip_reason=verdict.skip_reason if route == "skip" else None,
+        skip_reason=verdict.skip_reason,
     )
 
 
