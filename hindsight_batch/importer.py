@@ -93,28 +93,22 @@ class _Job:
 Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item hash, status) of documents sent
 
 
-def peek_header(path: Path) -> SessionHeader | str:
-    """The reader's header peek, loaded on first use (see the imports above)."""
-    from hindsight_batch.session.reader import peek_header as peek
+if TYPE_CHECKING:
+    from hindsight_batch.planning import plan_or_skip
+    from hindsight_batch.session.reader import peek_header
+else:  # loaded on first use (see the imports above); mypy checks calls against the real signatures
 
-    return peek(path)
+    def peek_header(*args, **kwargs):
+        """The reader's header peek."""
+        from hindsight_batch.session.reader import peek_header as peek
 
+        return peek(*args, **kwargs)
 
-def plan_or_skip(
-    path: Path,
-    header: SessionHeader,
-    settings: Settings,
-    redactor: Redactor,
-    run_id: str,
-    include_content: bool,
-    times: StageTimes,
-    handled: CatchUpVerdict | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> SessionPlan | str:
-    """The planner, loaded on first use (see the imports above)."""
-    from hindsight_batch.planning import plan_or_skip as plan
+    def plan_or_skip(*args, **kwargs):
+        """The planner."""
+        from hindsight_batch.planning import plan_or_skip as plan
 
-    return plan(path, header, settings, redactor, run_id, include_content, times, handled, progress)
+        return plan(*args, **kwargs)
 
 
 class Importer:
