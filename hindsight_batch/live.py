@@ -32,6 +32,7 @@ from hindsight_batch.errors import ServerError
 from hindsight_batch.masking import mask
 
 if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
+    from hindsight_batch.rows import LiveNote
     from hindsight_batch.sinks.hindsight import HindsightClient
 
 LIVE_MODES = ("after", "skip", "include")
@@ -48,8 +49,8 @@ class LiveDecision:
     cursor: CatchUpVerdict | None = None  # pi-hindsight's retain cursor, where it names a message
     note: str = ""
 
-    def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"decision": self.decision, "note": self.note}
+    def as_json(self) -> LiveNote:
+        data: LiveNote = {"decision": self.decision, "note": self.note}
         if self.documents:
             data["live_documents"] = list(self.documents)
         if self.until:

@@ -8,10 +8,8 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.catchup import CatchUpVerdict
@@ -25,19 +23,21 @@ from hindsight_batch.items import (
     document_id,
     item_metadata,
     observation_scopes,
+    parse_timestamp,
     project_bank_id,
     session_context,
     session_scope,
+    utc_timestamp,
     valid_timestamp,
 )
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
 from hindsight_batch.retention.stagetimes import StageTimes
-from hindsight_batch.routing import route_content, strategy_for
+from hindsight_batch.routing import RoutingStrategy, route_content, strategy_for
+from hindsight_batch.rows import ManifestRow
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import branch_segments, context_view
-from hindsight_batch.sinks.manifest import ManifestRow
 
 
 @dataclass
@@ -94,7 +94,7 @@ def plan_session(
     try:
         t0 = time.perf_counter()
         inner = times.project + times.redact
-        session = read_session(path, RecordMaker(settings, redactor, store, times, progress))
+        session = read_session(path, RecordMaker(settings, redactor, store, times), progress)
         elapsed = time.perf_counter() - t0 - (times.project + times.redact - inner)
         times.extra["read"] = times.extra.get("read", 0.0) + elapsed
         plan = SessionPlan(path, session, entries=len(session.entries))
@@ -116,10 +116,11 @@ def _plan_chunks(
     handled: CatchUpVerdict | None = None,
 ) -> None:
     scope = session_scope(header, str(plan.path), settings)
-    tags = base_tags(scope, settings)
-    scopes = observation_scopes(scope, settings)
-    bank_ids = {"project": project_bank_id(scope, settings), "global": settings.banks.user.bank_id or ""}
-    strategy = strategy_for(settings)
+    session = _SessionContext(
+        scope=scope, tags=base_tags(scope, settings), scopes=observation_scopes(scope, settings),
+        project_bank_id=project_bank_id(scope, settings), settings=settings, store=store,
+        strategy=strategy_for(settings), run_id=run_id, include_content=include_content,
+    )
     counted = bytearray(len(plan.session.entries))  # by seq: an entry in two segments is counted once
     for segment, leaf, nodes in _segment_nodes(plan.session, settings):
         chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
@@ -147,8 +148,7 @@ def _plan_chunks(
             elif outcome.dropped:
                 plan.dropped[outcome.dropped] += 1
         for chunk in chunks:
-            _plan_chunk(plan, scope, tags, scopes, bank_ids, settings, store, strategy, run_id, include_content,
-                        segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
+            _plan_chunk(plan, session, segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
 
 
 def plan_or_skip(
@@ -175,13 +175,8 @@ class CursorNotOnPath(Exception):
 
 def _instant(stamp: str | None) -> float | None:
     """An ISO timestamp as seconds since the epoch (UTC when it names no zone), or None."""
-    if not stamp:
-        return None
-    try:
-        value = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
+    value = parse_timestamp(stamp)
+    return value.timestamp() if value is not None else None
 
 
 def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> set[int]:
@@ -224,22 +219,41 @@ def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, 
     return result
 
 
+@dataclass(frozen=True)
+class _SessionContext:
+    """What every chunk of one session shares."""
+
+    scope: SessionScope
+    tags: list[str]
+    scopes: list[list[str]] | str | None
+    project_bank_id: str
+    settings: Settings
+    store: RecordStore
+    strategy: RoutingStrategy
+    run_id: str
+    include_content: bool
+
+
+def _chunk_times(chunk: Chunk) -> tuple[str | None, str | None]:
+    """ISO-8601 UTC of the chunk's first and last entry that has a valid timestamp."""
+    first = last = None
+    for node in chunk.nodes:
+        stamp = utc_timestamp(node.timestamp)
+        if stamp is not None:
+            first = first or stamp
+            last = stamp
+    return first, last
+
+
 def _plan_chunk(
     plan: SessionPlan,
-    scope: SessionScope,
-    tags: list[str],
-    scopes: list[list[str]] | str | None,
-    bank_ids: dict[str, str],
-    settings: Settings,
-    store: RecordStore,
-    strategy: Any,
-    run_id: str,
-    include_content: bool,
+    session: _SessionContext,
     segment: str,
     leaf: EntryNode,
     chunk: Chunk,
     dropped: Counter[str],
 ) -> None:
+    scope, tags, scopes, settings = session.scope, session.tags, session.scopes, session.settings
     findings = Findings()
     removed: Counter[str] = Counter()
     handles: list[int] = []
@@ -251,7 +265,7 @@ def _plan_chunk(
             removed[reason] += count
         if outcome.findings:
             findings.add(outcome.findings)
-    joined = store.join(handles)
+    joined = session.store.join(handles)
     content = joined.decode("utf-8")
     plan.redactions.update(findings.counts)
     digest = content_sha256(joined)
@@ -261,40 +275,49 @@ def _plan_chunk(
         content,
         context=context,
         cwd=scope.cwd,
-        project_bank_id=bank_ids["project"],
+        project_bank_id=session.project_bank_id,
         session_file=scope.session_file,
         base_tags=tags,
         redactions=findings.counts,
-        strategy=strategy,
+        strategy=session.strategy,
     )
     first = plan.session.entries[chunk.nodes[0].seq]
     timestamp = valid_timestamp(first.timestamp) or valid_timestamp(scope.started)
-    common: dict[str, Any] = {
-        "run_id": run_id,
-        "source_file": str(plan.path),
-        "session_id": scope.session_id,
-        "leaf": leaf.id,
-        "segment": segment,
-        "chunk_index": chunk.window,
-        "first_entry_id": chunk.first_entry_id,
-        "last_entry_id": chunk.last_entry_id,
-        "turns": chunk.turns,
-        "decision": decision,
-        "observation_scopes": scopes,
-        "content_sha256": digest,
-        "bytes": len(joined),
-        "messages_kept": len(chunk.nodes),
-        "messages_dropped": dict(dropped),
-        "blocks_removed": dict(removed),
-        "redactions": dict(findings.counts),
-        "fingerprints": sorted(findings.fingerprints),
-        "content": content if include_content else None,
-    }
+    started_at, ended_at = _chunk_times(chunk)
     writing = [t for t in decision.targets if t.will_write]
+    unwritten = "skipped" if decision.route == "skip" else "not-written"
+    row = ManifestRow(
+        run_id=session.run_id,
+        source_file=str(plan.path),
+        session_id=scope.session_id,
+        leaf=leaf.id,
+        segment=segment,
+        chunk_index=chunk.window,
+        first_entry_id=chunk.first_entry_id,
+        last_entry_id=chunk.last_entry_id,
+        turns=chunk.turns,
+        project=scope.project,
+        started_at=started_at,
+        ended_at=ended_at,
+        decision=decision,
+        observation_scopes=scopes,
+        content_sha256=digest,
+        bytes=len(joined),
+        messages_kept=len(chunk.nodes),
+        messages_dropped=dict(dropped),
+        blocks_removed=dict(removed),
+        redactions=dict(findings.counts),
+        fingerprints=sorted(findings.fingerprints),
+        content=content if session.include_content else None,
+        document_id=None,
+        bank_role=None,
+        bank_id=None,
+        tags=tags,
+        item_sha256=None,
+        status=unwritten,
+    )
     if not writing:
-        status = "skipped" if decision.route == "skip" else "not-written"
-        plan.rows.append(ManifestRow(**common, document_id=None, bank_role=None, bank_id=None, tags=tags,
-                                     item_sha256=None, status=status))
+        plan.rows.append(row)
         return
     ids = {t.bank_role: document_id(scope.session_id, t.bank_role, segment, chunk.window) for t in writing}
     for target in writing:
@@ -314,5 +337,5 @@ def _plan_chunk(
         )
         hashed = item_sha256(target.bank_id, item)
         plan.items.append(PlannedItem(item, target.bank_id, target.bank_role, hashed))
-        plan.rows.append(ManifestRow(**common, document_id=item.document_id, bank_role=target.bank_role,
-                                     bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))
+        plan.rows.append(replace(row, document_id=item.document_id, bank_role=target.bank_role,
+                                 bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))

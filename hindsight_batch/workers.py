@@ -1,5 +1,6 @@
-"""``import --jobs N``: planning sessions in worker processes. The parent sends a :class:`PlanTask` per session
-and gets the plan back; the entry index stays in the worker. Workers end with their parent.
+"""``import --jobs N``: planning sessions in worker processes (:func:`run_in_workers`). The parent sends a
+:class:`PlanTask` per session and gets the plan back; the entry index stays in the worker. Workers end with their
+parent.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ import multiprocessing
 import os
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
+from hindsight_batch.errors import HindsightBatchError
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
@@ -89,3 +95,91 @@ def plan_in_worker(task: PlanTask) -> tuple[SessionPlan | str, StageTimes]:
     plan.session.entries = []
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
     return plan, times
+
+
+PlanOutcome = tuple[SessionPlan | str, StageTimes]
+WORKER_BACKLOG_BYTES = 512 << 20
+
+
+class PooledJob(Protocol):
+    """A session file to plan in a worker process, as the importer prepared it."""
+
+    @property
+    def path(self) -> Path:
+        """The session file."""
+
+    @property
+    def size(self) -> int:
+        """Its size in bytes: plans waiting for an earlier, larger one are bounded by bytes."""
+
+
+Job = TypeVar("Job", bound=PooledJob)
+
+
+def run_in_workers(
+    jobs: int,
+    prepared: Iterable[Job],
+    task_for: Callable[[Job], PlanTask],
+    done: Callable[[Job, PlanOutcome | BaseException], None],
+) -> None:
+    """Plan ``prepared`` in ``jobs`` worker processes and hand each outcome to ``done`` in file order, so the
+    manifest, the ledger and the uploads are the same as with one process. ``done`` hears a plan, or the exception
+    that failed this file only (a :class:`HindsightBatchError` stops the run instead).
+
+    While a large session is planned, the other workers go on with the files after it; their plans wait for it,
+    up to ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
+    waiting: deque[tuple[Job, Future[PlanOutcome]]] = deque()
+    backlog = 0
+    pool = worker_pool(jobs)
+
+    def submit(job: Job, into: ProcessPoolExecutor) -> Future[PlanOutcome]:
+        return into.submit(plan_in_worker, task_for(job))
+
+    def finish_first() -> None:
+        nonlocal backlog, pool, waiting
+        job, future = waiting.popleft()
+        backlog -= job.size
+        outcome: PlanOutcome | BaseException
+        try:
+            outcome = future.result()
+        except BrokenProcessPool:
+            # A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with it.
+            # The others go to a fresh pool; this file is planned again on its own, so a file that kills its
+            # worker twice is the one that failed.
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = worker_pool(jobs)
+            waiting = deque((j, submit(j, pool)) for j, _ in waiting)
+            outcome = _plan_alone(task_for(job))
+        except HindsightBatchError:
+            raise
+        except Exception as exc:  # planning this file failed in its worker: this file only
+            outcome = exc
+        done(job, outcome)
+
+    try:
+        for job in prepared:
+            waiting.append((job, submit(job, pool)))
+            backlog += job.size
+            while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0][1].done()):
+                finish_first()
+        while waiting:
+            finish_first()
+    except BaseException:
+        end_workers(pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
+        raise
+    pool.shutdown(wait=True)
+
+
+def _plan_alone(task: PlanTask) -> PlanOutcome | BaseException:
+    """Plan one session in a worker process of its own: its plan, or what went wrong."""
+    alone = worker_pool(1)
+    try:
+        return alone.submit(plan_in_worker, task).result()
+    except BrokenProcessPool:
+        return RuntimeError("the worker process planning this file died (it crashed or ran out of memory)")
+    except HindsightBatchError:
+        raise
+    except Exception as exc:
+        return exc
+    finally:
+        end_workers(alone)

@@ -443,3 +443,32 @@ def test_a_dry_run_writes_nothing_to_the_server_and_its_help_says_what_it_asks(
     assert "writes nothing to the server" in help_text and "unless --live-retained include" in help_text
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
     assert "no network" not in readme and "writes nothing to the server" in readme
+
+
+def test_rows_name_the_project_and_the_first_and_last_valid_timestamps_in_utc(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    b = SessionBuilder(cwd="/work/acme-api")
+
+    def say(role: str, text: str, stamp: str) -> None:
+        b.entry("message", timestamp=stamp, message={"role": role, "content": [{"type": "text", "text": text}],
+                                                     "timestamp": 1777629600000})
+
+    say("user", "how do we deploy the api service?", "not a time")  # no valid timestamp: not the start
+    say("assistant", "with make deploy from the repository root", "2026-05-01T12:00:00+02:00")
+    say("user", "and where do the tests run?", "2026-05-01T10:05:00")  # no zone: UTC
+    say("assistant", "in CI on every push", "1969-12-31T23:59:59Z")  # before 1971: not a valid one
+    rows, _ = run_import(runner, tmp_path, str(b.write(tmp_path / "s" / "a.jsonl")))
+    assert rows and {r["project"] for r in rows} == {"acme-api"}
+    assert rows[0]["started_at"] == "2026-05-01T10:00:00.000Z"
+    assert rows[-1]["ended_at"] == "2026-05-01T10:05:00.000Z"
+    assert all(r["skip_reason"] is None for r in rows if r["status"] != "skipped")
+    assert "skipReason" not in rows[0]["decision"]  # the decision object keeps its keys
+
+
+def test_a_reused_row_is_the_row_first_written(runner: CliRunner, tmp_path: Path) -> None:
+    first, _ = run_import(runner, tmp_path, str(SAMPLES), name="a.jsonl")
+    second, summary = run_import(runner, tmp_path, str(SAMPLES), name="b.jsonl")
+    assert summary["unchanged_files"] == summary["sessions"] > 0
+    strip = lambda r: {k: v for k, v in r.items() if k != "run_id"}  # noqa: E731
+    assert [strip(r) for r in second] == [strip(r) for r in first]

@@ -11,7 +11,7 @@ from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.discovery import default_session_root, find_session_files
-from hindsight_batch.session.reader import read_session
+from hindsight_batch.session.reader import EntryCallback, read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
 from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder
 
@@ -80,7 +80,7 @@ def test_v2_hook_message_role_is_migrated_to_custom() -> None:
     def visit(entry: dict, node: object) -> None:  # type: ignore[type-arg]
         roles.append(entry["message"]["role"])
 
-    session = read_session(path, visit)
+    session = read_session(path, EntryCallback(visit))
     assert session.header is not None and session.header.version == 2
     assert roles == ["user", "custom", "assistant", "user", "assistant"]
 
@@ -234,7 +234,7 @@ def test_the_record_store_spills_past_its_budget_and_gives_records_back_joined()
     store.close()
 
 
-def test_a_visitor_hears_how_far_a_large_file_has_been_read(tmp_path: Path) -> None:
+def test_the_reader_tells_how_far_a_large_file_has_been_read(tmp_path: Path) -> None:
     """The progress bar moves within a large file (every few MB), not only when the file is done."""
     b = SessionBuilder()
     for index in range(12):
@@ -242,8 +242,8 @@ def test_a_visitor_hears_how_far_a_large_file_has_been_read(tmp_path: Path) -> N
         b.tool_result("bash", "x" * 1_000_000)
     path = b.write(tmp_path / "big.jsonl")
     heard: list[int] = []
-    maker = RecordMaker(Settings(), Redactor(b"k"), RecordStore(), StageTimes(), heard.append)
-    read_session(path, maker)
+    maker = RecordMaker(Settings(), Redactor(b"k"), RecordStore(), StageTimes())
+    read_session(path, maker, heard.append)
     size = path.stat().st_size
     assert len(heard) >= 2, heard
     assert heard == sorted(heard) and 0 < heard[0] < heard[-1] < size

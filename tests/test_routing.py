@@ -167,3 +167,27 @@ def test_repeated_words_and_phrases_are_each_counted() -> None:
     again, _ = route_text(settings_for("router"), "architecture architecture architecture architecture note")
     assert "architecture" in once.matched_signals and "architecture" in again.matched_signals
     assert again.confidence > once.confidence
+
+
+SKIP_CODES = {
+    "secret or credential-like content": {"secret-policy", "credential-like"},
+    "transient screenshot/artifact": {"transient-artifact"},
+    "temporary command/test output": {"command-output", "temporary"},
+}
+
+
+@pytest.mark.parametrize("case", FIXTURES, ids=[c["id"] for c in FIXTURES])
+def test_a_skip_carries_a_stable_skip_reason_and_nothing_else_does(case: dict[str, Any]) -> None:
+    from hindsight_batch.routing.models import SKIP_REASONS
+
+    decision = route(case, "router")
+    if decision.route != "skip":
+        assert decision.skip_reason is None
+        return
+    assert decision.skip_reason in SKIP_REASONS
+    assert decision.skip_reason in SKIP_CODES.get(case["category"], set(SKIP_REASONS)), decision.reason
+
+
+def test_secret_policy_skip_is_its_own_skip_reason() -> None:
+    decision, _ = route_text(settings_for("router", "skip"), "token ghp_16C7e42F292c6912E7710c838347Ae178B4a here")
+    assert decision.route == "skip" and decision.skip_reason == "secret-policy"

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.rules import (
     _KEYWORDS,
     RULES,
@@ -368,6 +369,25 @@ class Redactor:
         if isinstance(value, list):
             return [self.redact_value(item, findings, hints) for item in value]
         return value
+
+    def redact_records(self, batch: list[tuple[dict[str, Any], bytes]]) -> list[tuple[bytes, Findings | None]]:
+        """S3 for a batch of projected records, each with its serialized line: each line redacted (its
+        ``message``; the line re-serialized only when that changed) and what was found in it (None: nothing).
+
+        The batch is searched for the rules' literals at once, in serialized form: most records hold none, and
+        redaction is skipped for them. Retention calls this before a record is stored (a store may spill to disk:
+        no secret reaches it)."""
+        hints_each = self.hints_each_utf8([data for _record, data in batch])
+        out: list[tuple[bytes, Findings | None]] = []
+        for (record, data), hints in zip(batch, hints_each, strict=True):
+            findings = None
+            if hints and self.needs_redaction(data, hints):
+                findings = Findings()
+                redacted = self.redact_value(record["message"], findings, hints)
+                if redacted != record["message"]:
+                    data = jsoncodec.dumps({**record, "message": redacted})
+            out.append((data, findings or None))
+        return out
 
 
 _NONE: frozenset[str] = frozenset()

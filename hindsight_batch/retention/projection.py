@@ -127,7 +127,6 @@ class Projector:
 
     def __init__(self, settings: Settings) -> None:
         self._content = settings.retain_content
-        self._strip = settings.strip
         self._tools = settings.tool_filter
         self._custom_types = settings.import_.retain_custom_types
         self._max_chars = settings.import_.max_block_chars

@@ -1,4 +1,4 @@
-"""Per-entry retention: S1 filter and projection, then the compact JSON line, then redaction (S3).
+"""Per-entry retention: S1 filter and projection, then the compact JSON line, handed to redaction (S3) in batches.
 
 :class:`RecordMaker` is the reader's visitor during an import: it turns each entry into a small
 :class:`EntryOutcome` kept on the entry's index row; kept records are redacted and stored in batches, and an
@@ -134,24 +134,16 @@ class RecordMaker:
         return outcome
 
     def finish(self) -> None:
-        """Redact and store the records waiting for their batch. The reader calls this at the end of the file.
-
-        Records are searched for the secret rules' literals a batch at a time, in their serialized form: most
-        hold none, and redaction is skipped for them."""
+        """Hand the records waiting for their batch to the redaction stage (:meth:`Redactor.redact_records`), then
+        store them. The reader calls this at the end of the file."""
         if not self._pending:
             return
         t0 = time.perf_counter()
-        hints_each = self._redactor.hints_each_utf8([data for _outcome, _record, data in self._pending])
-        for (outcome, record, data), hints in zip(self._pending, hints_each, strict=True):
-            findings = None
-            if hints and self._redactor.needs_redaction(data, hints):
-                findings = Findings()
-                redacted = self._redactor.redact_value(record["message"], findings, hints)
-                if redacted != record["message"]:
-                    data = jsoncodec.dumps({**record, "message": redacted})
+        redacted = self._redactor.redact_records([(record, data) for _outcome, record, data in self._pending])
+        for (outcome, _record, _data), (data, findings) in zip(self._pending, redacted, strict=True):
             outcome.handle = self._store.put(data)
             outcome.size = len(data)
-            outcome.findings = findings or None
+            outcome.findings = findings
         self._pending.clear()
         self._pending_bytes = 0
         self._times.redact += time.perf_counter() - t0

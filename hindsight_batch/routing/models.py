@@ -16,10 +16,15 @@ from hindsight_batch.config.model import Settings, UserRetainMode
 MemoryRoute = Literal["project", "global", "both", "skip"]
 RoutingBankRole = Literal["project", "global"]
 SignalCategory = Literal["project", "global", "skip"]
+# Why a strategy skips a chunk: a short stable code (manifest ``skip_reason``, ledger, ``report``), set exactly when
+# the route is ``skip``; the decision's ``reason`` says the same in words.
+SkipReason = Literal["secret-policy", "credential-like", "transient-artifact", "command-output", "temporary"]
+SKIP_REASONS: tuple[SkipReason, ...] = (
+    "secret-policy", "credential-like", "transient-artifact", "command-output", "temporary",
+)
 
-# A decision's confidence bands, documented in the README.
+# The high confidence band (routing/strategy.py lists the bands).
 HIGH_CONFIDENCE = 0.8
-MEDIUM_CONFIDENCE = 0.6
 # A write to the User Bank alone needs at least this confidence; below it the route becomes ``both``.
 USER_BANK_MIN_CONFIDENCE = HIGH_CONFIDENCE
 
@@ -71,6 +76,7 @@ class MemoryRouteDecision(_Model):
     project_mission: str
     global_mission: str
     strategy: str
+    skip_reason: SkipReason | None = None
 
 
 def bank_label(role: RoutingBankRole | MemoryRoute) -> str:

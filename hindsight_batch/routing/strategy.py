@@ -17,7 +17,7 @@ inside project work ("the user's name field") are not identity statements: those
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from hindsight_batch.routing.models import (
     USER_BANK_MIN_CONFIDENCE,
@@ -26,14 +26,21 @@ from hindsight_batch.routing.models import (
     RouteTarget,
     RoutingBankRole,
     RoutingStrategyInput,
+    SkipReason,
 )
 from hindsight_batch.routing.signals import SignalMatches, extract_text, find_signals, mission_hits, mission_terms
 
 
 class RoutingStrategy(Protocol):
-    name: str
+    """Decides where a chunk goes (ADR ``seeds/000_…``); chosen by ``routing.strategy`` in the settings."""
 
-    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision: ...
+    name: str
+    """The strategy's name in the settings and in every decision it makes."""
+
+    def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision:
+        """The decision for one chunk of (already redacted) content: route, targets, reason and, when the route is
+        ``skip``, a stable ``skip_reason``."""
+        ...
 
 
 _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
@@ -41,8 +48,25 @@ _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
 }
 
 
-def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, SignalMatches, list[str], list[str]]:
-    """Return route, confidence, reason, the signals, matched-signal labels and safety notes."""
+class Classification(NamedTuple):
+    """What the heuristic found in a chunk, before the mode and the banks decide where it goes."""
+
+    route: MemoryRoute
+    confidence: float
+    reason: str
+    found: SignalMatches
+    matched: list[str]  # matched-signal labels
+    notes: list[str]  # safety notes
+    skip_reason: SkipReason | None = None  # set exactly when ``route`` is ``skip``
+
+
+def _skip(
+    confidence: float, reason: str, found: SignalMatches, matched: list[str], notes: list[str], why: SkipReason
+) -> Classification:
+    return Classification("skip", confidence, reason, found, matched, notes, why)
+
+
+def _classify(data: RoutingStrategyInput) -> Classification:
     text = extract_text(data.content)
     if data.context:
         text = f"{text}\n{data.context}"
@@ -69,43 +93,46 @@ def _classify(data: RoutingStrategyInput) -> tuple[MemoryRoute, float, str, Sign
         notes.append(f"secrets redacted before routing ({listed}); never sent to the User Bank")
         if data.config.redaction.policy == "skip":
             notes.append("redaction.policy=skip: a chunk with a secret is not retained")
-            return "skip", 0.95, "secret found and redaction.policy=skip", found, matched, notes
+            return _skip(0.95, "secret found and redaction.policy=skip", found, matched, notes, "secret-policy")
     if found.has("skip", "secret-like content"):
         notes.append("credential-like content that no redaction rule caught: skipped, not retained")
-        return "skip", 0.9, "credential-like content", found, matched, notes
+        return _skip(0.9, "credential-like content", found, matched, notes, "credential-like")
     durable = g + p
     transient = [label for label in ("transient artifact path", "screenshot artifact") if found.has("skip", label)]
     if transient and durable < 3:
         notes.append("transient artifact: not retained")
-        return "skip", 0.85, f"transient artifact ({', '.join(sorted(transient))})", found, matched, notes
+        reason = f"transient artifact ({', '.join(sorted(transient))})"
+        return _skip(0.85, reason, found, matched, notes, "transient-artifact")
     mostly_output = found.text_lines >= 3 and (
         found.output_ratio >= 0.8 or (found.output_ratio >= 0.6 and durable < 3)
     )
     if mostly_output:
         matched.append("command/test output")
         notes.append("temporary command or test output: not retained")
-        return "skip", 0.85, "temporary command or test output", found, matched, notes
+        return _skip(0.85, "temporary command or test output", found, matched, notes, "command-output")
     if found.has("skip", "temporary detail") and durable < 2:
         notes.append("marked temporary: not retained")
-        return "skip", 0.8, "temporary detail", found, matched, notes
+        return _skip(0.8, "temporary detail", found, matched, notes, "temporary")
     if transient or found.has("skip", "temporary detail"):
         notes.append("mentions transient artifacts or temporary details; durable content kept")
     global_labels = found.label_set("global")
     if g == 0 and p == 0:
-        return "project", 0.5, "no strong signal; a transcript stays with its project", found, matched, notes
+        reason = "no strong signal; a transcript stays with its project"
+        return Classification("project", 0.5, reason, found, matched, notes)
     if p == 0:
         confidence = round(min(0.95, 0.7 + 0.1 * g), 2)
         route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
         reason = "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")"
-        return route, confidence, reason, found, matched, notes
+        return Classification(route, confidence, reason, found, matched, notes)
     if g == 0:
-        return "project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes
+        return Classification("project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes)
     if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
-        return "project", 0.75, "a user preference scoped to this project", found, matched, notes
+        return Classification("project", 0.75, "a user preference scoped to this project", found, matched, notes)
     if p >= 2 * g + 2:
-        return "project", 0.7, "mostly project work; User Bank signals are incidental", found, matched, notes
+        reason = "mostly project work; User Bank signals are incidental"
+        return Classification("project", 0.7, reason, found, matched, notes)
     notes.append("ambiguous between project and User Bank: both, with conservative tags")
-    return "both", 0.6, "ambiguous project/User Bank content", found, matched, notes
+    return Classification("both", 0.6, "ambiguous project/User Bank content", found, matched, notes)
 
 
 class ProjectGlobalDefault:
@@ -115,10 +142,12 @@ class ProjectGlobalDefault:
     writes_anything = True
 
     def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision:
-        route, confidence, reason, found, matched, notes = _classify(data)
+        verdict = _classify(data)
+        route, reason = verdict.route, verdict.reason
         if data.redactions and route in ("global", "both"):
             route, reason = "project", reason + "; redacted content stays in the project bank"
-        return _decide(self, data, route, round(confidence, 2), reason, found, matched, notes)
+        confidence = round(verdict.confidence, 2)
+        return _decide(self, data, verdict._replace(route=route, confidence=confidence, reason=reason))
 
 
 class DryRunOnly(ProjectGlobalDefault):
@@ -131,13 +160,9 @@ class DryRunOnly(ProjectGlobalDefault):
 def _decide(
     strategy: ProjectGlobalDefault,
     data: RoutingStrategyInput,
-    route: MemoryRoute,
-    confidence: float,
-    reason: str,
-    found: SignalMatches,
-    matched: list[str],
-    notes: list[str],
+    verdict: Classification,
 ) -> MemoryRouteDecision:
+    route, confidence, reason, found, matched, notes = verdict[:6]
     settings = data.config
     mode = settings.user_retain.mode
     banks = {"project": settings.banks.project, "global": settings.banks.user}
@@ -187,6 +212,7 @@ def _decide(
         project_mission=data.missions.project,
         global_mission=data.missions.global_,
         strategy=strategy.name,
+        skip_reason=verdict.skip_reason,
     )
 
 

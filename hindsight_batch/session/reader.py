@@ -1,11 +1,9 @@
 """Read one Pi session file into a :class:`SessionFile`: header, entry index, problems.
 
 The reader makes one streaming pass. Each entry (already migrated to the v3 shape) is handed to an optional
-``visit`` callback whose return value is stored on the entry's index row; the entry itself is then dropped. That
-keeps memory bounded by the index and by what the visitor keeps, not by the file's size.
-
-A visitor may also offer ``unparsed_tool_result(tool_name, call_id)`` (an outcome for a tool-result line that
-need not be parsed, or None) and ``finish()`` (called once the file is read, for work done in batches).
+visitor (:class:`hindsight_batch.interfaces.EntryVisitor`) whose return value is stored on the entry's index row;
+the entry itself is then dropped. That keeps memory bounded by the index and by what the visitor keeps, not by the
+file's size. A plain ``visit(entry, node)`` function is a visitor through :class:`EntryCallback`.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -29,7 +27,27 @@ from hindsight_batch.session.jsonl import (
 from hindsight_batch.session.migrate import Migrator
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
 
-Visitor = Callable[[dict[str, Any], EntryNode], Any]
+if TYPE_CHECKING:
+    from hindsight_batch.interfaces import EntryVisitor
+
+
+
+class EntryCallback:
+    """A plain ``visit(entry, node)`` function as an :class:`~hindsight_batch.interfaces.EntryVisitor`: every
+    entry is parsed, nothing is finished."""
+
+    def __init__(self, visit: Callable[[dict[str, Any], EntryNode], object]) -> None:
+        self._visit = visit
+
+    def __call__(self, entry: dict[str, Any], node: EntryNode) -> object:
+        return self._visit(entry, node)
+
+    def unparsed_tool_result(self, tool_name: str, call_id: str) -> object:
+        return None
+
+    def finish(self) -> None:
+        return None
+
 SUPPORTED_VERSIONS = (1, 2, 3)
 
 
@@ -94,18 +112,18 @@ def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str]
 PROGRESS_BYTES = 4 << 20
 
 
-def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
-    """Read ``path`` (opened read-only; session files are never written here)."""
+def read_session(path: Path, visit: EntryVisitor | None = None,
+                 progress: Callable[[int], None] | None = None) -> SessionFile:
+    """Read ``path`` (opened read-only; session files are never written here). ``progress(offset)`` hears how far
+    the file has been read, every PROGRESS_BYTES (the progress bar moves within a large file, not only when it is
+    done)."""
     with path.open("rb") as stream:
         size = path.stat().st_size
         result = SessionFile(path=path, size=size, header=None)
         migrate: Callable[[dict[str, Any], int], dict[str, Any]] | None = None  # for a v1 or v2 file
         seq = 0
-        shortcut = getattr(visit, "unparsed_tool_result", None)
+        shortcut = visit.unparsed_tool_result if visit is not None else None
         fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
-        # A visitor's ``progress(offset)`` hears how far the file has been read, every PROGRESS_BYTES (the
-        # progress bar moves within a large file, not only when it is done).
-        progress: Callable[[int], None] | None = getattr(visit, "progress", None)
         next_report = PROGRESS_BYTES
         for line in iter_lines(stream, block_bytes=min(BLOCK_BYTES, size + 1)):
             if progress is not None and line.offset >= next_report:
@@ -149,9 +167,8 @@ def read_session(path: Path, visit: Visitor | None = None) -> SessionFile:
                     node.payload = visit(obj, node)
                 result.entries.append(node)
                 seq += 1
-        finish = getattr(visit, "finish", None)
-        if finish is not None:
-            finish()  # a visitor may work in batches
+        if visit is not None:
+            visit.finish()  # a visitor may work in batches
         if result.header is None and result.problem is None:
             result.problem = "empty file" if not result.malformed else "no readable session header"
     return result

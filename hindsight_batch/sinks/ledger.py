@@ -13,17 +13,20 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import duckdb
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
+
+if TYPE_CHECKING:
+    from hindsight_batch.rows import ManifestRow, SourceRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -221,7 +224,7 @@ class Ledger:
         """path -> session id of every source seen."""
         return dict(self.db.execute("SELECT path, session_id FROM sources").fetchall())
 
-    def record_sources(self, rows: list[tuple[str, int, int, str, str, str]]) -> None:
+    def record_sources(self, rows: Sequence[SourceRecord]) -> None:
         """(path, size, mtime_ns, session id, settings hash, run id) of sources just read."""
         now = _now()
         self._insert("INSERT OR REPLACE INTO sources VALUES", 8,
@@ -378,14 +381,15 @@ class Ledger:
         return {r[0]: r[1] for r in rows}
 
     # manifest
-    def add_manifest_rows(self, rows: Iterable[dict[str, Any]]) -> None:
+    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
         """Manifest rows (without content), loaded through a temporary JSON-lines file: DuckDB reads one far faster
         than it binds thousands of statement parameters."""
         columns = ("run_id", "source_path", "document_id", "bank_id", "route", "status", "reason", "row")
         with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl",
                                          delete=False) as out:
             count = 0
-            for r in rows:
+            for row in manifest_rows:
+                r = row.as_json()
                 values = (r["run_id"], r["source_file"], r.get("document_id"), r.get("bank_id"),
                           r["decision"]["route"], r["status"], r["decision"]["reason"], jsoncodec.dumps(r).decode())
                 out.write(jsoncodec.dumps(dict(zip(columns, values, strict=True))) + b"\n")

@@ -10,66 +10,26 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO
 
 from hindsight_batch.errors import UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, signals_deferred
+from hindsight_batch.rows import ManifestRow  # the row is the pipeline's (hindsight_batch.rows); kept importable here
 
-if TYPE_CHECKING:
-    from hindsight_batch.routing.models import MemoryRouteDecision
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestRow:
-    """One manifest row. A plain class: planning made every value itself, so there is nothing to validate (a
-    pydantic model here was built and dumped per chunk, a tenth of the planning time on many small files)."""
-
-    run_id: str
-    source_file: str
-    session_id: str
-    leaf: str
-    segment: str
-    chunk_index: int
-    first_entry_id: str
-    last_entry_id: str
-    turns: int
-    document_id: str | None
-    bank_role: str | None
-    bank_id: str | None
-    decision: MemoryRouteDecision
-    tags: list[str]
-    observation_scopes: list[list[str]] | str | None
-    content_sha256: str
-    item_sha256: str | None
-    bytes: int
-    messages_kept: int
-    messages_dropped: dict[str, int]
-    blocks_removed: dict[str, int]
-    redactions: dict[str, int]
-    fingerprints: list[str]
-    status: str
-    content: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        """The row as JSON values, in field order; ``content`` only when there is some."""
-        data: dict[str, Any] = {}
-        for name in _FIELDS:
-            value = getattr(self, name)
-            if name == "decision":
-                value = self.decision.model_dump(mode="json", by_alias=True)
-            elif isinstance(value, list):
-                value = [list(v) if isinstance(v, list | tuple) else v for v in value]
-            elif isinstance(value, dict):
-                value = dict(value)
-            data[name] = value
-        if self.content is None:
-            del data["content"]
-        return data
+__all__ = ["ManifestRow", "ManifestWriter", "encode_rows"]
 
 
-_FIELDS = tuple(ManifestRow.__dataclass_fields__)
+def encode_rows(rows: Sequence[ManifestRow]) -> list[str]:
+    """The rows as manifest lines (no newline). Raises on text no UTF-8 file can hold (a lone surrogate), before
+    anything is written."""
+    lines = []
+    for row in rows:
+        line = json.dumps(row.as_json(), ensure_ascii=False, separators=(",", ":"))
+        line.encode("utf-8")
+        lines.append(line)
+    return lines
 
 
 class ManifestWriter:
@@ -112,19 +72,16 @@ class ManifestWriter:
         os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
         self._file = os.fdopen(fd, "w", encoding="utf-8")
 
-    def write(self, row: ManifestRow) -> None:
-        self.write_json(row.as_json())
+    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
+        """Write a session's rows: all or, when one cannot be encoded (it raises), none."""
+        self.write_lines(encode_rows(list(manifest_rows)))
 
-    def write_json(self, data: dict[str, Any]) -> None:
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Rows already encoded by :func:`encode_rows`."""
         if self._file is not None:
-            self._file.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
-        self.rows += 1
-
-    def write_line(self, line: str) -> None:
-        """A row already serialized (one line, no newline)."""
-        if self._file is not None:
-            self._file.write(line + "\n")
-        self.rows += 1
+            for line in lines:
+                self._file.write(line + "\n")
+        self.rows += len(lines)
 
     def close(self, complete: bool = True) -> None:
         """Finish: rename the rows into place when the run ``complete``d, otherwise remove them."""

@@ -1,0 +1,180 @@
+"""An import's summary and the counting that fills it: files, sessions, lines, messages, chunks, routes, statuses.
+
+The importer hands every outcome here (a session planned, its rows, a file that failed); nothing else writes the
+summary's counters.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hindsight_batch.errors import failure_reason, without_surrogates
+
+if TYPE_CHECKING:
+    from hindsight_batch.planning import SessionPlan
+    from hindsight_batch.rows import ManifestRow
+
+
+@dataclass
+class ImportSummary:
+    run_id: str
+    mode: str
+    user_retain_modes: set[str] = field(default_factory=set)
+    files: int = 0
+    sessions: int = 0
+    unchanged_files: int = 0
+    filtered_out: int = 0
+    not_sessions: list[dict[str, str]] = field(default_factory=list)  # empty files
+    failed_files: list[dict[str, Any]] = field(default_factory=list)  # file, line (or None), reason
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
+    sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
+    banks: dict[str, dict[str, Any]] = field(default_factory=dict)  # project bank → sessions, why
+    live_retained: Counter[str] = field(default_factory=Counter)  # decision → sessions
+    live_unchecked: str | None = None
+    stopped_early: bool = False
+    bytes_read: int = 0
+    entries: int = 0
+    malformed_lines: list[dict[str, Any]] = field(default_factory=list)
+    malformed_total: int = 0
+    glued_lines: int = 0
+    truncated_tails: int = 0
+    invalid_utf8_lines: int = 0
+    surrogates_replaced: int = 0
+    messages_kept: int = 0
+    messages_dropped: Counter[str] = field(default_factory=Counter)
+    blocks_removed: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+    chunks: int = 0
+    routes: Counter[str] = field(default_factory=Counter)
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    items: Counter[str] = field(default_factory=Counter)  # by bank role
+    statuses: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    manifest: str | None = None
+    ledger: str | None = None
+    upload: dict[str, Any] | None = None
+
+    MAX_LISTED = 50
+
+    def to_dict(self) -> dict[str, Any]:
+        mb = self.bytes_read / 1e6
+        return {
+            "run_id": self.run_id,
+            "mode": self.mode,
+            "user_retain_mode": sorted(self.user_retain_modes),
+            "router_mode_on": "router" in self.user_retain_modes,
+            "files": self.files,
+            "sessions": self.sessions,
+            "unchanged_files": self.unchanged_files,
+            "filtered_out": self.filtered_out,
+            "not_sessions": self.not_sessions,
+            "failed_files": self.failed_files[: self.MAX_LISTED],
+            "failed_files_total": len(self.failed_files),
+            "duplicate_sessions": self.duplicates,
+            "catch_up_skipped": self.catch_up_skipped[: self.MAX_LISTED],
+            "catch_up_skipped_total": len(self.catch_up_skipped),
+            "sessions_skipped": self.sessions_skipped[: self.MAX_LISTED],
+            "sessions_skipped_total": len(self.sessions_skipped),
+            "project_banks": self.banks,
+            "live_retained": dict(sorted(self.live_retained.items())),
+            "live_retained_unchecked": self.live_unchecked,
+            "stopped_early": self.stopped_early,
+            "bytes_read": self.bytes_read,
+            "entries": self.entries,
+            "malformed_lines": self.malformed_total,
+            "malformed": self.malformed_lines[: self.MAX_LISTED],
+            "glued_lines": self.glued_lines,
+            "truncated_tails": self.truncated_tails,
+            "invalid_utf8_lines": self.invalid_utf8_lines,
+            "surrogates_replaced": self.surrogates_replaced,
+            "messages_kept": self.messages_kept,
+            "messages_dropped": dict(sorted(self.messages_dropped.items())),
+            "blocks_removed": dict(sorted(self.blocks_removed.items())),
+            "redactions": dict(sorted(self.redactions.items())),
+            "chunks": self.chunks,
+            "routes": dict(sorted(self.routes.items())),
+            "skip_reasons": dict(sorted(self.skip_reasons.items())),
+            "items_by_bank_role": dict(sorted(self.items.items())),
+            "statuses": dict(sorted(self.statuses.items())),
+            "seconds": round(self.seconds, 3),
+            "mb_per_second": round(mb / self.seconds, 1) if self.seconds > 0 else None,
+            "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
+            "manifest": self.manifest,
+            "ledger": self.ledger,
+            "upload": self.upload,
+        }
+
+
+class Accounting:
+    """Fills an :class:`ImportSummary` from what the importer reports."""
+
+    def __init__(self, summary: ImportSummary) -> None:
+        self.summary = summary
+
+    def file_failed(self, path: Path, exc: BaseException, line: int | None = None) -> None:
+        """One file could not be read or planned: listed (file, line where known, reason; no traceback, no
+        secret), never recorded as read (so the next run tries it again); the run goes on and exits 1."""
+        reason = failure_reason(exc)
+        other = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
+        if other is not None and os.fsdecode(other) != str(path):  # e.g. a config file of the session's project
+            reason += f": {without_surrogates(os.fsdecode(other))[0]}"
+        self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": line, "reason": reason})
+
+    def not_a_session(self, path: Path, size: int, problem: str) -> None:
+        """A file whose header peek found no session: an empty file is not one yet, anything else failed."""
+        if size == 0:
+            self.summary.not_sessions.append({"file": str(path), "reason": problem})  # pi has not written it yet
+        else:
+            reason = "no readable session header" if problem == "empty file" else problem
+            self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": None,
+                                              "reason": reason})
+
+    def rows(self, rows: Sequence[ManifestRow]) -> None:
+        """A session's manifest rows: statuses, chunks, routes, skip reasons, items by bank role."""
+        summary = self.summary
+        seen_chunks: set[tuple[str, int]] = set()
+        for row in rows:
+            summary.statuses[row.status] += 1
+            chunk_key = (row.segment, row.chunk_index)
+            if chunk_key not in seen_chunks:
+                seen_chunks.add(chunk_key)
+                summary.chunks += 1
+                summary.routes[row.decision.route] += 1
+                if row.status == "skipped":
+                    summary.skip_reasons[_without_mode(row.decision.reason)] += 1
+            if row.bank_role:
+                summary.items[row.bank_role] += 1
+
+    def session(self, plan: SessionPlan) -> None:
+        """What reading and planning one session found."""
+        summary = self.summary
+        session = plan.session
+        summary.bytes_read += session.size
+        summary.entries += plan.entries
+        summary.malformed_total += len(session.malformed)
+        for problem in session.malformed:
+            if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:
+                summary.malformed_lines.append(
+                    {"file": str(plan.path), "line": problem.lineno, "reason": problem.reason}
+                )
+        summary.glued_lines += len(session.glued_lines)
+        summary.truncated_tails += int(session.truncated_tail)
+        summary.invalid_utf8_lines += session.invalid_utf8_lines
+        summary.surrogates_replaced += session.surrogates_replaced
+        summary.messages_kept += plan.kept
+        summary.messages_dropped.update(plan.dropped)
+        summary.blocks_removed.update(plan.removed)
+        summary.redactions.update(plan.redactions)
+
+
+def _without_mode(reason: str) -> str:
+    from hindsight_batch.routing.strategy import reason_without_mode
+
+    return reason_without_mode(reason)

@@ -1,0 +1,129 @@
+"""The pipeline's seams, as small protocols: what each stage asks of the one before or after it.
+
+The pipeline in order (a session file's way through ``import``; ``flush`` starts from the retain queues):
+
+* sources: ``session/discovery.py`` (session files), ``queue/store.py`` (the extensions' retain queues);
+* read: ``session/jsonl.py`` (lines), ``session/reader.py`` (entries, to an :class:`EntryVisitor`),
+  ``session/migrate.py``, ``session/tree.py`` (branches, the context view);
+* retain: ``retention/projection.py`` and ``retention/memory_filter.py`` (what a record keeps, S1),
+  ``retention/records.py`` (the visitor: projects, then hands records to redaction in batches);
+* redact: ``redaction/`` (S3);
+* chunk: ``chunking.py``;
+* route: ``routing/`` (a :class:`RoutingStrategy`, the decision and its ``skip_reason``);
+* plan: ``planning.py``, ``items.py`` (retain items), ``rows.py`` (the typed ``ManifestRow``);
+* sinks: ``sinks/manifest.py``, ``sinks/ledger.py`` (:class:`ManifestSink`), ``sinks/upload.py`` with
+  ``sinks/hindsight.py`` (:class:`DocumentSink`);
+* wiring: ``importer.py`` with ``accounting.py``, ``duplicates.py``, ``scheduling.py``, ``workers.py``;
+  ``queue/flush.py`` for the queues.
+
+The concrete classes and modules are checked against these protocols at the end of this module (by mypy; nothing
+runs at import time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hindsight_batch.routing.strategy import RoutingStrategy
+
+if TYPE_CHECKING:
+    from hindsight_batch.queue.store import QueueContents
+    from hindsight_batch.rows import ManifestRow
+    from hindsight_batch.session.model import EntryNode
+    from hindsight_batch.sinks.ledger import DocumentRow
+    from hindsight_batch.sinks.upload import UploadStats
+
+__all__ = ["DocumentSink", "EntryVisitor", "ManifestSink", "QueueSource", "RoutingStrategy", "SessionSource"]
+
+
+class SessionSource(Protocol):
+    """Where an import's session files come from (``session/discovery.py``)."""
+
+    def find_session_files(self, paths: Iterable[Path], env: Mapping[str, str] | None = None, *,
+                           resolve: bool = False) -> list[Path]:
+        """The session files named by ``paths`` (files or folders), or under the default root when there are none;
+        sorted, without duplicates; with ``resolve``, each named by its resolved path."""
+        ...
+
+
+class QueueSource(Protocol):
+    """Where ``flush`` finds the extensions' retain queues (``queue/store.py``)."""
+
+    def queue_files(self, roots: list[Path]) -> Iterator[Path]:
+        """The queue files under ``roots``."""
+        ...
+
+    def read_queue(self, path: Path) -> QueueContents:
+        """A queue's jobs, and the lines that are not jobs (kept, never sent)."""
+        ...
+
+
+class EntryVisitor(Protocol):
+    """What the reader hands each entry to (``session/reader.py``; the import's is ``retention.records.RecordMaker``).
+    Its return value is kept on the entry's index row; the entry itself is dropped."""
+
+    def __call__(self, entry: dict[str, Any], node: EntryNode) -> object:
+        """One entry, already migrated to the v3 shape, with its index row (ids, parent, line number)."""
+        ...
+
+    def unparsed_tool_result(self, tool_name: str, call_id: str) -> object:
+        """The outcome of a tool-result line known only by its tool name and call id when its content cannot
+        matter (the line is then not parsed into objects), or None when it must be read."""
+        ...
+
+    def finish(self) -> None:
+        """Called once the file is read: work kept for a batch is done now."""
+        ...
+
+
+class ManifestSink(Protocol):
+    """Where manifest rows go: the manifest file (``ManifestWriter``) and the ledger (``Ledger``)."""
+
+    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
+        """Keep these rows (a session's, or a batch of sessions'); a row that cannot be stored raises before any
+        of them is."""
+        ...
+
+
+class DocumentSink(Protocol):
+    """Where retain items go with ``--apply``: the Hindsight server, through the ledger (``sinks/upload.Uploader``)."""
+
+    @property
+    def stats(self) -> UploadStats:
+        """Requests made, documents by status, errors."""
+        ...
+
+    def add(self, row: DocumentRow, payload: dict[str, object], size: int) -> None:
+        """One retain item (``payload``, about ``size`` bytes) for ``row``'s bank and document; sent in batches."""
+        ...
+
+    def finish(self) -> None:
+        """Send what is left and wait for the requests in flight."""
+        ...
+
+    def wait_for_operations(self, timeout: float) -> int:
+        """Wait up to ``timeout`` seconds for the server's asynchronous operations; how many are still open."""
+        ...
+
+
+if TYPE_CHECKING:  # what implements which protocol, checked by mypy
+
+    def _conformance() -> None:
+        from hindsight_batch.queue import store
+        from hindsight_batch.retention.records import RecordMaker
+        from hindsight_batch.routing.strategy import DryRunOnly, ProjectGlobalDefault
+        from hindsight_batch.session import discovery
+        from hindsight_batch.session.reader import EntryCallback
+        from hindsight_batch.sinks.ledger import Ledger
+        from hindsight_batch.sinks.manifest import ManifestWriter
+        from hindsight_batch.sinks.upload import Uploader
+
+        sessions: SessionSource = discovery
+        queues: QueueSource = store
+        visitors: list[type[EntryVisitor]] = [RecordMaker, EntryCallback]
+        manifest_sinks: list[type[ManifestSink]] = [ManifestWriter, Ledger]
+        document_sink: type[DocumentSink] = Uploader
+        strategies: list[type[RoutingStrategy]] = [ProjectGlobalDefault, DryRunOnly]
+        del sessions, queues, visitors, manifest_sinks, document_sink, strategies
