@@ -4,6 +4,9 @@ its owner only, whatever the umask (a folder ``0700``, a file ``0600``).
 Modes are set explicitly (``fchmod``/``chmod``) after creating, because ``umask`` only ever removes bits and a
 file that already existed keeps its old mode through ``O_TRUNC``. A folder that already existed is left as it is
 (``--state .`` must not lock the user out of their own folder); the files inside are private anyway.
+
+A file replaced as a whole (a queue, a pruned session, a lock's owner file) goes through :func:`replace_file`, the
+one atomic-write routine: temporary file in the same folder, fsync, rename, fsync of the folder.
 """
 
 from __future__ import annotations

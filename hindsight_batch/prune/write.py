@@ -70,15 +70,12 @@ def temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}{BACKUP_MARK}{os.getpid()}.tmp")
 
 
-def clean_stray_temps(folder: Path) -> list[Path]:
+def clean_stray_temps(folder: Path) -> None:
     """Remove temporary names a killed run left (their writer's pid is gone)."""
-    removed = []
     for candidate in folder.glob(f".*{BACKUP_MARK}*.tmp"):
         pid = candidate.name.rsplit("-", 1)[-1].removesuffix(".tmp")
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             candidate.unlink(missing_ok=True)
-            removed.append(candidate)
-    return removed
 
 
 def same_file(path: Path, size: int, mtime_ns: int) -> bool:

@@ -290,9 +290,8 @@ class QueueLock:
 
     def heartbeat(self) -> None:
         owner = {"pid": os.getpid(), "acquiredAt": now_iso(), "token": self.token, "heartbeatAt": now_iso()}
-        temp = self.path / f".owner.{self.token}"
-        temp.write_text(json.dumps(owner))
-        os.replace(temp, self.path / "owner")
+        data = json.dumps(owner).encode()
+        replace_file(self.path / "owner", lambda fd: write_all(fd, data), temp=self.path / f".owner.{self.token}")
 
     def release(self) -> None:
         if self.held and self._owner().get("token") == self.token:
