@@ -18,6 +18,8 @@ _SPAN = re.compile(rb'\{"type":"[A-Za-z_]+","id":"(?:[^"\\]|\\.)*","parentId":(n
 
 @dataclass
 class Edit:
+    """``length`` bytes at ``offset`` of the original become ``replacement`` (empty: a line removed)."""
+
     offset: int
     length: int
     replacement: bytes
@@ -25,6 +27,8 @@ class Edit:
 
 @dataclass
 class PrunePlan:
+    """What a prune of one file does: its report fields, its byte edits, and what the check afterwards expects."""
+
     path: Path
     size: int
     mtime_ns: int
@@ -57,8 +61,8 @@ class PrunePlan:
         }
 
 
-
 def plan_prune(path: Path, types: Iterable[str] = DEFAULT_TYPES) -> PrunePlan:
+    """What pruning ``path`` of the recall ``types`` would do (the preview), from one read-only pass."""
     types = tuple(dict.fromkeys(types))
     stat = path.stat()
     version, entries, problem = index_file(path, types)

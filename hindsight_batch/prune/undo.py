@@ -12,6 +12,7 @@ from hindsight_batch.prune.write import BACKUP_MARK, PruneRefused, copy_range, t
 
 
 def original_for(backup: Path) -> Path:
+    """The session file a backup beside it was made of (its name without the backup's suffix)."""
     name = backup.name
     if BACKUP_MARK not in name or not name.endswith(".bak"):
         raise UsageError(f"{backup}: not a prune backup (expected <file>{BACKUP_MARK}<time>.bak); give --to PATH")

@@ -79,6 +79,7 @@ def clean_stray_temps(folder: Path) -> None:
 
 
 def same_file(path: Path, size: int, mtime_ns: int) -> bool:
+    """Whether ``path`` still has the size and mtime it had when planned (pi appends: both would move)."""
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -87,6 +88,7 @@ def same_file(path: Path, size: int, mtime_ns: int) -> bool:
 
 
 def backup_path(path: Path, backup_dir: Path | None) -> Path:
+    """``<file>.hindsight-prune-<UTC time>.bak``, beside ``path`` or in ``backup_dir``."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     return (backup_dir or path.parent) / f"{path.name}{BACKUP_MARK}{stamp}.bak"
 
