@@ -4,15 +4,20 @@ its owner only, whatever the umask (a folder ``0700``, a file ``0600``).
 Modes are set explicitly (``fchmod``/``chmod``) after creating, because ``umask`` only ever removes bits and a
 file that already existed keeps its old mode through ``O_TRUNC``. A folder that already existed is left as it is
 (``--state .`` must not lock the user out of their own folder); the files inside are private anyway.
+
+A file replaced as a whole (a queue, a pruned session, a lock's owner file) goes through :func:`replace_file`, the
+one atomic-write routine: temporary file in the same folder, fsync, rename, fsync of the folder.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
+import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -80,3 +85,90 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """``os.write`` until every byte of ``data`` is written (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new name in ``folder`` durable (the folder's entries are data of their own)."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _open_temp(path: Path, temp: Path) -> tuple[int, bool]:
+    """A file to write ``path``'s new version into, in its folder: unnamed (``O_TMPFILE``: a kill leaves nothing
+    behind) where the file system can, else created as ``temp``. Returns the descriptor and whether it is named."""
+    with contextlib.suppress(AttributeError, OSError):
+        return os.open(path.parent, os.O_TMPFILE | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE), False
+    return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE), True
+
+
+def replace_file(
+    path: Path,
+    write: Callable[[int], None],
+    *,
+    private: bool = False,
+    like: os.stat_result | None = None,
+    times_ns: tuple[int, int] | None = None,
+    before_rename: Callable[[], None] | None = None,
+    temp: Path | None = None,
+) -> None:
+    """Replace ``path`` atomically with what ``write(fd)`` writes: a kill leaves the old file or the new one.
+
+    The new content goes to a temporary file in the same folder (unnamed where the file system allows, so a kill
+    leaves nothing behind; else ``temp``, by default ``.<name>.<pid>-<random>.tmp``), is fsynced, renamed over
+    ``path``, and the folder is fsynced (the rename itself must survive a power cut). Mode and owner: ``0600``
+    when ``private`` or when ``path`` is new; otherwise those of ``like``, by default of ``path`` as it is (a
+    file someone else owns keeps its owner when we may give it back, i.e. as root). ``times_ns`` sets
+    (atime, mtime). ``before_rename()`` runs last and may raise to refuse. SIGINT/SIGTERM wait while the
+    temporary file is made and while it is renamed into place, so an interrupt never leaves it behind."""
+    if like is None and not private:
+        with contextlib.suppress(FileNotFoundError):
+            like = path.stat()
+    temp = temp or path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    fd = -1
+    named = False
+    try:
+        with signals_deferred():  # fd and named are set before an interrupt can land: the cleanup below sees them
+            fd, named = _open_temp(path, temp)
+        write(fd)
+        os.fsync(fd)
+        if like is not None and not private:
+            if (like.st_uid, like.st_gid) != (os.geteuid(), os.getegid()):
+                with contextlib.suppress(PermissionError):  # only root may give a file away
+                    os.fchown(fd, like.st_uid, like.st_gid)
+            os.fchmod(fd, stat.S_IMODE(like.st_mode))  # after fchown, which clears set-id bits
+        else:
+            os.fchmod(fd, PRIVATE_FILE)
+        if times_ns is not None:
+            os.utime(fd, ns=times_ns)
+        with signals_deferred():
+            if not named:
+                # linkat(…, AT_SYMLINK_FOLLOW) names the unnamed file; a folder fd makes Python call linkat.
+                folder_fd = os.open(path.parent, os.O_RDONLY)
+                try:
+                    os.link(f"/proc/self/fd/{fd}", temp.name, dst_dir_fd=folder_fd, follow_symlinks=True)
+                finally:
+                    os.close(folder_fd)
+                named = True
+            if before_rename is not None:
+                before_rename()
+            os.replace(temp, path)
+            named = False
+            fsync_dir(path.parent)
+    except BaseException:
+        if named:
+            temp.unlink(missing_ok=True)
+        raise
+    finally:
+        if fd >= 0:
+            os.close(fd)

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch import prune
+from hindsight_batch.prune import write as prune_write
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path
 from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder, invoke
@@ -244,7 +245,7 @@ def test_min_age_refuses_a_fresh_file_unless_forced(runner: CliRunner, tmp_path:
 def test_a_file_modified_during_the_run_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     b, _ = tree(tmp_path)
     path = b.write(tmp_path / "sessions" / "s.jsonl")
-    real_write = prune._write_new
+    real_write = prune_write.write_new
 
     def write_while_pi_appends(plan: prune.PrunePlan, out: int) -> str:
         digest = real_write(plan, out)
@@ -252,7 +253,7 @@ def test_a_file_modified_during_the_run_is_refused(tmp_path: Path, monkeypatch: 
             live.write('{"type":"message","id":"late","parentId":"e9","message":{"role":"user","content":"x"}}\n')
         return digest
 
-    monkeypatch.setattr(prune, "_write_new", write_while_pi_appends)
+    monkeypatch.setattr(prune_write, "write_new", write_while_pi_appends)
     data_before = path.read_bytes()
     result = confirm(path)
     assert result.status == "refused" and "changed" in (result.reason or "")

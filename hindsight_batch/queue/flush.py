@@ -22,6 +22,7 @@ from typing import Any
 
 from hindsight_batch.config.model import Upload
 from hindsight_batch.errors import BusyError, HindsightBatchError, failure_reason, without_surrogates
+from hindsight_batch.polling import Backoff, poll
 from hindsight_batch.queue.store import (
     MAX_RETRIES,
     Job,
@@ -39,6 +40,7 @@ from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected
 from hindsight_batch.sinks.upload import TERMINAL, operation_id
 
 FLUSH_NAMESPACE = uuid.UUID("8b0f2d1e-39a4-4c51-9e27-5a6f0c3d2b18")
+FLUSH_POLL = Backoff(first=0.2, factor=1.5, cap=3.0)  # waiting for a document's earlier request to be processed
 
 
 @dataclass
@@ -263,15 +265,16 @@ class QueueFlusher:
         return batch
 
     def _wait(self, operations: list[tuple[str, str]]) -> None:
-        assert self._client is not None
-        delay = 0.2
+        client = self._client
+        assert client is not None
         pending = list(operations)
-        while pending and not self._out_of_time():
-            pending = [(bank, op) for bank, op in pending
-                       if self._client.operation(bank, op).get("status") not in TERMINAL]
-            if pending:
-                self._sleep(delay)
-                delay = min(delay * 1.5, 3.0)
+
+        def processed() -> bool:
+            pending[:] = [(bank, op) for bank, op in pending
+                          if client.operation(bank, op).get("status") not in TERMINAL]
+            return not pending
+
+        poll(processed, FLUSH_POLL, deadline=self._deadline, clock=self._clock, sleep=self._sleep)
 
     def _failed(self, path: Path, in_file: list[Job], batch: list[Job], error: str,
                 report: FlushReport) -> list[Job]:

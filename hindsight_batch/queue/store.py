@@ -23,8 +23,6 @@ import json
 import os
 import secrets
 import shutil
-import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_batch.errors import BusyError, failure_reason, without_surrogates
-from hindsight_batch.fsutil import signals_deferred
+from hindsight_batch.fsutil import replace_file, write_all
 from hindsight_batch.session.jsonl import replace_lone_surrogates
 
 STALE_SECONDS = 30.0
@@ -292,9 +290,8 @@ class QueueLock:
 
     def heartbeat(self) -> None:
         owner = {"pid": os.getpid(), "acquiredAt": now_iso(), "token": self.token, "heartbeatAt": now_iso()}
-        temp = self.path / f".owner.{self.token}"
-        temp.write_text(json.dumps(owner))
-        os.replace(temp, self.path / "owner")
+        data = json.dumps(owner).encode()
+        replace_file(self.path / "owner", lambda fd: write_all(fd, data), temp=self.path / f".owner.{self.token}")
 
     def release(self) -> None:
         if self.held and self._owner().get("token") == self.token:
@@ -315,32 +312,11 @@ def side_file(queue: Path, kind: str) -> Path:
 
 
 def _atomic_write(path: Path, lines: list[bytes], *, private: bool) -> None:
-    """Replace ``path`` with ``lines``: written to a temporary file beside it, fsynced, renamed over it (a kill
-    leaves the old file or the new one). ``private``: mode 0600 whatever the umask (dead letters and quarantined
-    lines hold transcript text); otherwise the file keeps the mode and owner it had (the extension's queue)."""
-    try:
-        before = path.stat()
-    except FileNotFoundError:
-        before = None
-    # mkstemp creates the file 0600 whatever the umask: what a private file keeps. An interrupt waits for the
-    # rename (queues are small): one arriving between mkstemp and the try would leave the temporary file.
-    with signals_deferred():
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        temp = Path(name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(b"".join(line + b"\n" for line in lines))
-                out.flush()
-                if not private and before is not None:
-                    os.fchmod(out.fileno(), stat.S_IMODE(before.st_mode))
-                    if (before.st_uid, before.st_gid) != (os.geteuid(), os.getegid()):
-                        with contextlib.suppress(PermissionError):  # only root may give a file away
-                            os.fchown(out.fileno(), before.st_uid, before.st_gid)
-                os.fsync(out.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+    """Replace ``path`` with ``lines``, atomically (:func:`~hindsight_batch.fsutil.replace_file`). ``private``:
+    mode 0600 whatever the umask (dead letters and quarantined lines hold transcript text); otherwise the file
+    keeps the mode and owner it had (the extension's queue)."""
+    data = b"".join(line + b"\n" for line in lines)
+    replace_file(path, lambda fd: write_all(fd, data), private=private)
 
 
 def rewrite_queue(path: Path, keep: list[bytes]) -> None:

@@ -29,10 +29,10 @@ import httpx
 from hindsight_batch import __version__
 from hindsight_batch.errors import ServerError
 from hindsight_batch.masking import mask, remember_secret
+from hindsight_batch.polling import Backoff
 
 MAX_RETRY_AFTER = 60.0
-BACKOFF_BASE = 0.5
-BACKOFF_CAP = 20.0
+RETRY_BACKOFF = Backoff(first=0.5, factor=2.0, cap=20.0)  # the ceiling of each jittered delay between tries
 
 
 def pause(seconds: float) -> None:
@@ -154,7 +154,7 @@ class HindsightClient:
         self.close()
 
     def _backoff(self, attempt: int) -> float:
-        return float(self._rng.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt)))
+        return float(self._rng.uniform(0, RETRY_BACKOFF.delay(attempt)))
 
     def request(self, method: str, path: str, *, absent_ok: bool = False, **kwargs: Any) -> httpx.Response:
         """Send with retries; return a 2xx response (or a 404 one when ``absent_ok``), or raise."""

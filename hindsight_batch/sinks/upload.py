@@ -25,12 +25,14 @@ from typing import Any
 
 from hindsight_batch.config.model import Upload
 from hindsight_batch.masking import mask
+from hindsight_batch.polling import Backoff, poll
 from hindsight_batch.sinks import hindsight as hindsight_api
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted
 from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 
 OPERATION_NAMESPACE = uuid.UUID("5d9c7f3e-6a51-4c0e-9f0b-8c1d2e3f4a5b")
 TERMINAL = {"completed", "failed", "cancelled", "not_found"}
+OPERATION_POLL = Backoff(first=0.5, factor=1.5, cap=5.0)  # asking the server whether accepted requests are done
 
 
 def operation_id(bank_id: str, keys: list[str], namespace: uuid.UUID = OPERATION_NAMESPACE) -> str:
@@ -164,9 +166,8 @@ class Uploader:
         ends or ``timeout`` passes; a completed one confirms only the documents the server holds with our content
         hash. Return how many operations are still open."""
         open_ops = {**self._ledger.open_operations(), **self._operations}
-        deadline = time.monotonic() + timeout
-        delay = 0.5
-        while open_ops and time.monotonic() < deadline:
+
+        def settled() -> bool:
             for (bank_id, op), ids in list(open_ops.items()):
                 outcome = settle_operation(self._ledger, self._client, bank_id, op, ids)
                 if outcome is None:
@@ -176,9 +177,9 @@ class Uploader:
                     self.stats.statuses["sent"] -= len(ids)  # counted as sent by this run; now settled
                 self.stats.statuses.update(outcome.statuses)
                 self.stats.errors.extend(outcome.errors[: 50 - len(self.stats.errors)])
-            if open_ops:
-                (sleep or self._sleep)(delay)
-                delay = min(delay * 1.5, 5.0)
+            return not open_ops
+
+        poll(settled, OPERATION_POLL, deadline=time.monotonic() + timeout, sleep=sleep or self._sleep)
         return len(open_ops)
 
 

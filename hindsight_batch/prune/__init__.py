@@ -1,0 +1,159 @@
+"""prune-recall-messages: take persisted recall out of Pi session files before the extension is uninstalled,
+so it is never sent to a model provider again, and lose nothing else (S6).
+
+The parts, in the order a run uses them: :mod:`~hindsight_batch.prune.index` (one read-only pass: what the file
+holds, which entries are recall), :mod:`~hindsight_batch.prune.plan` (what goes, what is re-pointed: the preview),
+:mod:`~hindsight_batch.prune.write` (the new file and the backup), :mod:`~hindsight_batch.prune.check` (the new
+file read back against the plan) and :mod:`~hindsight_batch.prune.undo` (a backup put back). This module holds
+the entry points, :func:`prune_file` and :func:`restore`.
+
+How it stays safe:
+
+* **Plan first, from a read-only pass.** Recall entries (``custom_message`` with ``customType``
+  ``hindsight-recall``, or a ``message`` with role ``custom``/``hookMessage`` and that type; more types with
+  ``--custom-type``) are found; the children of each are re-pointed to its nearest surviving ancestor;
+  ``compaction.firstKeptEntryId`` moves to the next surviving entry on the compaction's path;
+  ``branch_summary.fromId`` moves to the nearest surviving ancestor. A ``label`` whose target is removed is
+  removed too (pi shows the last label for an entry: moved onto an ancestor, it would overwrite the user's own
+  label there). In version 1 files
+  (no ids: a linear list) entries are removed by position and each later compaction's ``firstKeptEntryIndex`` is
+  renumbered. A recall entry that is the active leaf, where removing it would make pi resume on another branch,
+  is neutralised instead: rewritten as a ``custom`` entry (kept in the tree, never sent to a model); so is a
+  dropped label there.
+* **Links.** A symlink is pruned at its target (the link stays a link). A file with other hard links is refused
+  unless ``--force``: the rename changes this name only, the other names keep the old file.
+* **Only the bytes that must change.** The new file is the old one with removed lines cut out and changed
+  values replaced in place (a re-pointed ``parentId`` is swapped as a byte span when the line starts with pi's own
+  key order, otherwise the line is re-serialized compactly with its key order and non-ASCII text). Blank,
+  malformed and glued lines are copied as they are; a change that would need a glued line rewritten is not made.
+* **Atomic, with a backup.** The new content goes to an unnamed temporary file in the same folder (``O_TMPFILE``,
+  so a kill leaves nothing behind), is fsynced, given the original's permissions, owner and mtime (pi picks "the
+  newest session" by mtime), and renamed over the original, the folder fsynced (:func:`hindsight_batch.fsutil.
+  replace_file`). The original bytes stay as a hard-linked backup,
+  made 0600 once it is the inode's only name (a private copy with ``--backup-dir`` on another file system, or
+  when other hard links could still change the inode). A file that changed during the run, or was modified
+  within ``--min-age`` (a live session), is refused unless ``--force``.
+* **Checked afterwards.** The new file is read back: its bytes hash to what was written, every ``parentId``
+  resolves (or is null), no label points at a removed entry, and the active path equals the old one minus the
+  removed entries. If not, the backup is put back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hindsight_batch.errors import UsageError
+from hindsight_batch.prune.check import check_file
+from hindsight_batch.prune.index import DEFAULT_TYPES
+from hindsight_batch.prune.plan import PrunePlan, plan_prune
+from hindsight_batch.prune.undo import restore
+from hindsight_batch.prune.write import PruneRefused, backup_path, clean_stray_temps, install_with_backup, make_private
+
+__all__ = [
+    "DEFAULT_TYPES", "PrunePlan", "PruneRefused", "PruneResult", "iter_results", "parse_duration", "plan_prune",
+    "prune_file", "restore",
+]
+
+
+@dataclass
+class PruneResult:
+    """What :func:`prune_file` did with one file (``plan`` is the plan's JSON form: what goes, what moves)."""
+
+    file: str
+    status: str  # "clean", "preview", "pruned", "refused", "failed", "not-a-session"
+    plan: dict[str, Any]
+    backup: str | None = None
+    reason: str | None = None
+    target: str | None = None  # the real file, when ``file`` is a symlink
+
+    def to_dict(self) -> dict[str, Any]:
+        plan = {k: v for k, v in self.plan.items() if k != "file"}
+        return {"file": self.file, "target": self.target, "status": self.status, "backup": self.backup,
+                "reason": self.reason, **plan}
+
+
+def prune_file(
+    path: Path,
+    *,
+    confirm: bool,
+    types: Iterable[str] = DEFAULT_TYPES,
+    backup_dir: Path | None = None,
+    min_age: float = 1800.0,
+    force: bool = False,
+    now: float | None = None,
+) -> PruneResult:
+    """Prune the recall messages (``types``: ``customType`` values) from the Pi session file ``path``.
+
+    Without ``confirm`` only the plan is made (status ``preview``; nothing is written). With it, the file is
+    rewritten atomically with a backup beside it (or in ``backup_dir``) and checked afterwards (``pruned``; the
+    original is put back if the check fails: ``failed``). A file modified within ``min_age`` seconds (a live
+    session?) or with other hard links is ``refused`` unless ``force``. Other statuses: ``clean`` (nothing to
+    remove), ``not-a-session``. ``now`` replaces the clock (tests)."""
+    # A symlinked session is pruned at its target (what the user means), and the link stays a link: the new
+    # file, its temporary name and the backup all live beside the real file.
+    real = Path(os.path.realpath(path))
+    link = str(real) if path.is_symlink() else None
+
+    def outcome(status: str, plan: dict[str, Any], backup: str | None = None,
+                reason: str | None = None) -> PruneResult:
+        return PruneResult(str(path), status, plan, backup, reason, link)
+
+    clean_stray_temps(real.parent)
+    first = real.stat()
+    plan = plan_prune(real, types)
+    if plan.problem:
+        return outcome("not-a-session", plan.to_dict(), reason=plan.problem)
+    if not plan.changes:
+        return outcome("clean", plan.to_dict())
+    # Another hard link: the rename gives this name the new file, and every other name keeps the old one, recall
+    # included (and could still be appended to by pi). Refused unless --force, so it is never done unknowingly.
+    links = (f"{first.st_nlink - 1} other hard link(s) to this file keep the original bytes, recall included: "
+             "pruning replaces this name only") if first.st_nlink > 1 else None
+    if not confirm:
+        return outcome("preview", plan.to_dict(), reason=links)
+    if links and not force:
+        return outcome("refused", plan.to_dict(),
+                       reason=f"{links} (prune each name, or remove the other links; --force rewrites this "
+                              "name alone)")
+    age = (now if now is not None else time.time()) - first.st_mtime
+    if age < min_age and not force:
+        return outcome("refused", plan.to_dict(),
+                       reason=f"modified {age:.0f} s ago, within --min-age {min_age:.0f} s: it may be a live "
+                              "session (use --force if it is not)")
+    if (plan.size, plan.mtime_ns) != (first.st_size, first.st_mtime_ns):
+        return outcome("refused", plan.to_dict(), reason="the file changed while it was read")
+    backup = backup_path(real, backup_dir)
+    try:
+        install_with_backup(real, plan, first, backup, copy=first.st_nlink > 1)
+    except PruneRefused as exc:
+        return outcome("refused", plan.to_dict(), reason=str(exc))
+    problem_after = check_file(real, plan, backup, plan.entries)
+    if problem_after:
+        restore(backup, real, force=True, min_age=0)
+        return outcome("failed", plan.to_dict(), str(backup),
+                       reason=f"check after writing failed ({problem_after}); the original was put back")
+    make_private(backup)
+    return outcome("pruned", plan.to_dict(), str(backup), reason=links)
+
+
+def iter_results(paths: Iterable[Path], **options: Any) -> Iterator[PruneResult]:
+    """:func:`prune_file` for each path (``options`` are its keywords); a file that cannot be read is ``failed``."""
+    for path in paths:
+        try:
+            yield prune_file(path, **options)
+        except OSError as exc:
+            yield PruneResult(str(path), "failed", {}, reason=f"{exc.strerror or exc}")
+
+
+def parse_duration(value: str) -> float:
+    """``--min-age``'s value in seconds: a number with an optional unit (s, m, h, d)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", value)
+    if not match:
+        raise UsageError(f"--min-age: not a duration: {value!r} (e.g. 30m, 2h, 90s, 0)")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]

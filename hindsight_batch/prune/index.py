@@ -1,0 +1,156 @@
+"""Indexing a session file for pruning: one :class:`Entry` per object (its place, ids and references) and which of
+them are recall, from one read-only pass that parses in full only the lines that need it."""
+
+from __future__ import annotations
+
+import mmap
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, parse_line
+
+DEFAULT_TYPES = ("hindsight-recall",)
+# pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
+# top-level fields, and _FAST reads a plain message line from that prefix alone (ids with no escapes).
+_FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
+
+
+class Entry(NamedTuple):
+    """One object of the file (a tuple: a 500 MB session has a hundred thousand of them)."""
+
+    seq: int
+    lineno: int
+    offset: int
+    length: int
+    terminated: bool
+    glued: bool
+    id: str | None
+    parent: str | None
+    type: str
+    recall: bool
+    first_kept: str | None = None
+    first_kept_index: int | None = None
+    target_id: str | None = None
+    from_id: str | None = None
+
+
+
+def is_recall(obj: dict[str, Any], types: tuple[str, ...]) -> bool:
+    if obj.get("type") == "custom_message":
+        return obj.get("customType") in types
+    message = obj.get("message")
+    return (
+        obj.get("type") == "message"
+        and isinstance(message, dict)
+        and message.get("role") in ("custom", "hookMessage")
+        and message.get("customType") in types
+    )
+
+
+
+def _marker_positions(view: mmap.mmap, markers: tuple[bytes, ...]) -> list[int]:
+    """Every offset where a marker occurs: a C-speed search over the whole file, not a test per line."""
+    found: list[int] = []
+    for marker in markers:
+        pos = view.find(marker)
+        while pos != -1:
+            found.append(pos)
+            pos = view.find(marker, pos + 1)
+    return sorted(found)
+
+
+def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], str | None]:
+    """Read ``path`` once: its version and an :class:`Entry` per object after the header.
+
+    Lines that start in pi's own key order and hold no recall marker (nearly all of them) are indexed from that
+    prefix alone; every other line is parsed in full."""
+    if path.stat().st_size == 0:
+        return 0, [], "empty file"
+    entries: list[Entry] = []
+    version = 0
+    with path.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        markers = _marker_positions(view, tuple(t.encode() for t in types))
+        next_marker = 0
+        size = len(view)
+        offset = 0
+        lineno = 0
+        match = _FAST.match
+        find = view.find
+        while offset < size:  # one line per turn, never copied unless it must be parsed
+            end = find(b"\n", offset)
+            terminated = end != -1
+            if not terminated:
+                end = size
+            lineno += 1
+            length = end - offset
+            if length == 0:
+                offset = end + 1
+                continue
+            while next_marker < len(markers) and markers[next_marker] < offset:
+                next_marker += 1
+            has_marker = next_marker < len(markers) and markers[next_marker] < end
+            fast = match(view, offset, end) if version and not has_marker else None
+            if fast is not None:
+                raw_id, raw_parent = fast.group(1, 2)
+                entries.append(Entry(
+                    len(entries), lineno, offset, length, terminated, False, raw_id.decode(),
+                    None if raw_parent is None else raw_parent.decode(), "message", False,
+                ))
+                offset = end + 1
+                continue
+            if view[offset] in b" \t\r" and not view[offset:end].strip():
+                offset = end + 1
+                continue
+            data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
+            line = RawLine(lineno, offset, length, data, 0, length, terminated)
+            objects = [o for o in parse_line(stream, line) if not isinstance(o, Malformed)]
+            for obj in (o.obj for o in objects):
+                if not version:
+                    if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
+                        return 0, [], "not a Pi session (no header on its first object)"
+                    raw_version = obj.get("version", 1)
+                    version = raw_version if isinstance(raw_version, int) else 0
+                    if version not in (1, 2, 3):
+                        return version, [], f"unsupported session version {raw_version!r}"
+                    continue
+                if obj.get("type") == "session":
+                    continue
+                entries.append(entry_of(obj, line, len(entries), len(objects) > 1, types))
+            offset = end + 1
+    if not version:
+        return 0, [], "no readable session header"
+    return version, entries, None
+
+
+def entry_of(obj: dict[str, Any], line: RawLine, seq: int, glued: bool, types: tuple[str, ...]) -> Entry:
+    def text(key: str) -> str | None:
+        value = obj.get(key)
+        return value if isinstance(value, str) else None
+
+    index = obj.get("firstKeptEntryIndex")
+    return Entry(
+        seq, line.lineno, line.offset, line.length, line.terminated, glued, text("id"), text("parentId"),
+        str(obj.get("type")), is_recall(obj, types), text("firstKeptEntryId"),
+        index if isinstance(index, int) else None, text("targetId"), text("fromId"),
+    )
+
+
+def path_to(leaf: Entry, by_id: dict[str, Entry]) -> list[Entry]:
+    """Root-to-leaf over parentId; a missing parent ends it, and a cycle is cut where an entry would repeat."""
+    path: list[Entry] = []
+    get = by_id.get
+    node: Entry | None = leaf
+    while node is not None and len(path) <= len(by_id):
+        path.append(node)
+        node = get(node.parent) if node.parent is not None else None
+    if node is not None:  # longer than the file: a cycle; walk again with a guard
+        path, seen = [], set()
+        node = leaf
+        while node is not None and node.seq not in seen:
+            seen.add(node.seq)
+            path.append(node)
+            node = get(node.parent) if node.parent is not None else None
+    path.reverse()
+    return path
+
