@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import PRIVATE_FILE, signals_deferred
+from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, signals_deferred
 from hindsight_batch.rows import ManifestRow  # the row is the pipeline's (hindsight_batch.rows); kept importable here
 
 __all__ = ["ManifestRow", "ManifestWriter", "encode_rows"]
@@ -98,7 +98,9 @@ class ManifestWriter:
                 os.fsync(file.fileno())
             file.close()
             if complete:
-                os.replace(temp, target)
+                with signals_deferred():
+                    os.replace(temp, target)
+                fsync_dir(target.parent)  # the rename itself must survive a crash, not only the bytes
         finally:
             if not complete or temp.exists():
                 temp.unlink(missing_ok=True)
