@@ -296,7 +296,6 @@ class Importer:
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._session_files: dict[str, set[str]] | None = None
         self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
-        self._latest: dict[str, list[dict[str, Any]]] = {}
         self._pending_rows: list[dict[str, Any]] = []
         self._pending_sources: list[tuple[str, int, int, str, str, str]] = []
         self.times = StageTimes()
@@ -322,7 +321,6 @@ class Importer:
         try:
             self.ledger.start_run(summary.run_id, "import", summary.mode)
             known = self.ledger.sources()
-            self._latest = self.ledger.latest_rows() if known else {}
             applied = self.ledger.document_hashes()
             total = sum(_size(p) for p in self.files)
             with _progress_bar(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
@@ -542,7 +540,7 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            rows = self._latest.get(key, [])
+            rows = self.ledger.latest_rows(key, previous.last_run_id)
             for data in rows:
                 if data["status"] in ("planned", "unchanged"):
                     data["status"] = self._status({**data, "status": "planned"}, applied)
