@@ -24,7 +24,7 @@ from typing import IO, Any
 import duckdb
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.errors import BusyError, UsageError
+from hindsight_batch.errors import BusyError, UsageError, failure_reason
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
 from hindsight_batch.sinks import ledger_schema, manifest_table
 
@@ -168,7 +168,7 @@ class Ledger:
         try:
             os.chmod(self.path, PRIVATE_FILE)
             self._check_version()
-            ledger_schema.migrate(self.db, self.path)
+            self._migrate()
             # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
             self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         except (OSError, duckdb.Error) as exc:
@@ -190,6 +190,15 @@ class Ledger:
                 f"ledger {self.path}: schema version {version} is newer than this hindsight-batch reads (up to "
                 f"{ledger_schema.SCHEMA_VERSION}); use the newer hindsight-batch that wrote it, or another --state "
                 "folder")
+
+    def _migrate(self) -> None:
+        try:
+            ledger_schema.migrate(self.db, self.path)
+        except (OSError, duckdb.Error):
+            raise
+        except Exception as exc:  # a row an older version stored that cannot be read: the ledger stays as it was
+            raise LedgerPathError(f"ledger {self.path}: cannot bring it to schema version "
+                                  f"{ledger_schema.SCHEMA_VERSION}: {failure_reason(exc)}") from None
 
     def _close_db(self) -> None:
         self.db.close()
