@@ -29,6 +29,7 @@ from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, priv
 from hindsight_batch.sinks import ledger_schema, manifest_table
 
 _BATCH = 400
+_REUSE_WINDOW = 500  # sources whose rows one look-up fetches (latest_rows)
 _COLUMN_BATCH = 5000
 # What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
 # confirmed there with our content hash), or refused for good (a 4xx about the item itself). Everything else --
@@ -131,6 +132,7 @@ class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "ledger.duckdb"
         self._types: dict[str, list[str]] = {}  # column types by table, for _insert
+        self._reuse: dict[tuple[str, str], list[dict[str, Any]]] = {}  # latest_rows' window
         created = _missing_folders(state_dir)
         lock_path = state_dir / "ledger.lock"
         lock_existed = lock_path.exists()
@@ -471,10 +473,32 @@ class Ledger:
         return ManifestCounts(int(chunks[0]) if chunks else 0, routes, banks, redactions,
                               [(r[0], r[1], int(r[2])) for r in skips])
 
+    def _reuse_window(self, first: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """(path, run) -> manifest rows of :data:`_REUSE_WINDOW` sources from ``first`` on, in path order."""
+        found = self.db.execute(
+            "WITH w AS (SELECT path, last_run_id FROM sources WHERE path >= ? ORDER BY path LIMIT ?) "
+            f"SELECT w.path, w.last_run_id, {manifest_table.select_list('m.')} "
+            "FROM w LEFT JOIN manifest m ON m.run_id = w.last_run_id AND m.source_file = w.path "
+            "ORDER BY m.rowid", [first, _REUSE_WINDOW]).fetchall()
+        window: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for path, run_id, *values in found:
+            rows = window.setdefault((path, run_id), [])
+            if values[0] is not None:  # a source with no rows has one row of NULLs here
+                rows.append(manifest_table.from_columns(values))
+        return window
+
     def latest_rows(self, source_file: str, run_id: str) -> list[dict[str, Any]]:
         """The manifest rows ``run_id`` wrote for ``source_file`` (as the manifest file had them, without content),
-        in the order written: what an unchanged source reuses, looked up when the importer reaches it."""
-        found = self.db.execute(f"SELECT {manifest_table.SELECT} FROM manifest WHERE run_id = ? AND source_file = ? "
-                                "ORDER BY rowid", [run_id, source_file]).fetchall()
-        result = [manifest_table.from_columns(values) for values in found]
+        in the order written: what an unchanged source reuses. Looked up when the importer reaches the file,
+        together with the next sources in path order (the order files are imported in), a window at a time: one
+        statement per file costs DuckDB 2-5 ms (binding 35 columns), seconds over a thousand files."""
+        found = self._reuse.pop((source_file, run_id), None)
+        if found is None:
+            self._reuse = self._reuse_window(source_file)
+            found = self._reuse.pop((source_file, run_id), None)
+        if found is None:  # not the run that last read it (the importer never asks so)
+            found = [manifest_table.from_columns(values) for values in self.db.execute(
+                f"SELECT {manifest_table.select_list()} FROM manifest WHERE run_id = ? AND source_file = ? "
+                "ORDER BY rowid", [run_id, source_file]).fetchall()]
+        result = found
         return result

@@ -96,12 +96,16 @@ def to_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
-SELECT = ", ".join(name for name in NAMES if name not in _DECISION_COLUMNS)
 _SELECTED = tuple(name for name in NAMES if name not in _DECISION_COLUMNS)
 
 
+def select_list(alias: str = "") -> str:
+    """The columns :func:`from_columns` reads, for a SELECT (``alias``: the table's, such as ``m.``)."""
+    return ", ".join(alias + name for name in _SELECTED)
+
+
 def from_columns(values: Sequence[Any]) -> dict[str, Any]:
-    """The manifest row a ``SELECT {SELECT} FROM manifest`` result row holds, as the manifest file had it."""
+    """The manifest row a result row of :func:`select_list`'s columns holds, as the manifest file had it."""
     found = dict(zip(_SELECTED, values, strict=True))
     row: dict[str, Any] = {}
     for name in _ROW_FIELDS:
