@@ -166,7 +166,7 @@ def test_a_failed_migration_leaves_the_version_1_ledger_as_it_was(runner: CliRun
     assert [p.name for p in state.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-@pytest.mark.parametrize("value", ["3", "soon"])
+@pytest.mark.parametrize("value", ["3", "soon", "0"])
 def test_a_ledger_newer_than_this_code_is_refused_untouched(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
@@ -181,7 +181,7 @@ def test_a_ledger_newer_than_this_code_is_refused_untouched(
         result = invoke(runner, *command, "--state", str(state))
         assert result.exit_code == 2, (command, result.stderr)
         assert str(state / "ledger.duckdb") in result.stderr and "Traceback" not in result.stderr
-        assert ("schema version 3 is newer" if value == "3" else "'soon', not a version number") in result.stderr
+        assert ("schema version 3 is newer" if value == "3" else f"'{value}', not a version number") in result.stderr
     with pytest.raises(LedgerPathError):
         Ledger(state)
     # From the environment, as for any state folder that cannot be used: a configuration error.

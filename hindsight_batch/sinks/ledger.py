@@ -169,8 +169,7 @@ class Ledger:
             raise
         try:
             os.chmod(self.path, PRIVATE_FILE)
-            self._check_version()
-            self._migrate()
+            self._migrate(self._check_version())
             # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
             self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         except (OSError, duckdb.Error) as exc:
@@ -181,8 +180,9 @@ class Ledger:
             self._close_db()
             raise
 
-    def _check_version(self) -> None:
-        """Refuse, untouched, a ledger whose schema this code does not know (a newer version made it)."""
+    def _check_version(self) -> int | None:
+        """The ledger's schema version (None: a new file); a ledger whose schema this code does not know (a newer
+        version made it) is refused, untouched."""
         try:
             version = ledger_schema.schema_version(self.db)
         except ValueError as exc:
@@ -192,10 +192,11 @@ class Ledger:
                 f"ledger {self.path}: schema version {version} is newer than this hindsight-batch reads (up to "
                 f"{ledger_schema.SCHEMA_VERSION}); use the newer hindsight-batch that wrote it, or another --state "
                 "folder")
+        return version
 
-    def _migrate(self) -> None:
+    def _migrate(self, version: int | None) -> None:
         try:
-            ledger_schema.migrate(self.db, self.path)
+            ledger_schema.migrate(self.db, self.path, version)
         except (OSError, duckdb.Error):
             raise
         except Exception as exc:  # a row an older version stored that cannot be read: the ledger stays as it was

@@ -60,24 +60,25 @@ def _tables(db: duckdb.DuckDBPyConnection) -> set[str]:
 def schema_version(db: duckdb.DuckDBPyConnection) -> int | None:
     """The ledger's schema version: None for an empty file, 1 for a ledger from before versions were kept.
     Raises ValueError when ``meta`` holds something else than a version number."""
-    tables = _tables(db)
-    if not tables:
-        return None
-    if "meta" not in tables:
-        return 1
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if row is None:
-        return 1
     try:
-        return int(row[0])
+        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.CatalogException:  # no meta table: a new file (or a version-1 ledger older than meta)
+        row = None
+    if row is None:
+        return 1 if _tables(db) else None
+    try:
+        version = int(row[0])
     except (TypeError, ValueError):
-        raise ValueError(f"meta.schema_version is {str(row[0])[:40]!r}, not a version number") from None
+        version = 0
+    if version < 1:
+        raise ValueError(f"meta.schema_version is {str(row[0])[:40]!r}, not a version number")
+    return version
 
 
-def migrate(db: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Make the tables of a new ledger, or bring an older one (``path``) to :data:`SCHEMA_VERSION`; a ledger
-    of this version or a newer one (the caller refuses those) is left alone."""
-    version = schema_version(db)
+def migrate(db: duckdb.DuckDBPyConnection, path: Path, version: int | None) -> None:
+    """Make the tables of a new ledger (``version`` None), or bring an older one (``path``, of schema ``version``)
+    to :data:`SCHEMA_VERSION`, in one transaction; a ledger of this version (or a newer one, which the caller
+    refuses) is left alone."""
     if version is not None and version >= SCHEMA_VERSION:
         return
     steps = [_create] if version is None else _MIGRATIONS[version - 1 :]
