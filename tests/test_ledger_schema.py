@@ -262,3 +262,38 @@ def test_report_counts_chunks_in_sql_and_groups_skips_by_skip_reason(runner: Cli
     assert list(data["by_bank"].items()) == [("b1", 2), ("user-bank", 1)]
     assert list(data["redactions_by_rule"].items()) == [("slack-token", 2), ("cookie", 1), ("jwt", 1)]
     assert list(data["skipped_by_reason"].items()) == [("empty", 2), ("opt-out", 1), ("temporary detail", 1)]
+
+
+def test_reuse_looks_rows_up_when_each_file_is_reached_a_window_at_a_time(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of two sources over seven files, one of them changed and one new: every unchanged file gets its
+    own rows back, in the order written, whatever window they came in."""
+    from hindsight_batch.sinks import ledger as ledger_module
+
+    monkeypatch.setattr(ledger_module, "_REUSE_WINDOW", 2)
+    folder = tmp_path / "sessions"
+    builders = []
+    for index in range(6):
+        b = SessionBuilder(cwd="/work/window", session_id=f"0196f000-0000-7000-8000-0000000007{index:02d}")
+        for turn in range(index % 3 + 1):
+            b.user(f"session {index} turn {turn}: we decided to keep the window reuse in the ledger module")
+            b.assistant("noted")
+        b.write(folder / f"--work-window-{index}--" / "s.jsonl")
+        builders.append(b)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"import": {"turnsPerChunk": 1}}))
+    args = ("import", str(folder), "--config", str(config), "--json", "-q")
+    assert invoke(runner, *args, "--manifest", str(tmp_path / "first.jsonl")).exit_code == 0
+    builders[2].user("a new turn: the third session changed")
+    builders[2].write(folder / "--work-window-2--" / "s.jsonl")
+    new = SessionBuilder(cwd="/work/window", session_id="new-one")
+    new.user("a new session")
+    new.write(folder / "--a--" / "n.jsonl")
+    again = invoke(runner, *args, "--manifest", str(tmp_path / "again.jsonl"))
+    summary = json.loads(again.stdout)
+    assert summary["unchanged_files"] == 5 and summary["sessions"] == 7
+    first = [r for r in without_run_id(read_manifest(tmp_path / "first.jsonl")) if "window-2" not in r["source_file"]]
+    reused = [r for r in without_run_id(read_manifest(tmp_path / "again.jsonl"))
+              if "window-2" not in r["source_file"] and "--a--" not in r["source_file"]]
+    assert reused == first and len(first) == 9
