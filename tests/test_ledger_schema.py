@@ -297,3 +297,8 @@ def test_reuse_looks_rows_up_when_each_file_is_reached_a_window_at_a_time(
     reused = [r for r in without_run_id(read_manifest(tmp_path / "again.jsonl"))
               if "window-2" not in r["source_file"] and "--a--" not in r["source_file"]]
     assert reused == first and len(first) == 9
+    # The changed file has rows of two runs now: a third run reuses those of the run that last read it.
+    third = invoke(runner, *args, "--manifest", str(tmp_path / "third.jsonl"))
+    assert json.loads(third.stdout)["unchanged_files"] == 7
+    assert without_run_id(read_manifest(tmp_path / "third.jsonl")) == without_run_id(
+        read_manifest(tmp_path / "again.jsonl"))
