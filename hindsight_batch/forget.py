@@ -37,8 +37,7 @@ class ForgetReport:
 
 def forget_run(ledger: Ledger, client: HindsightClient, run_id: str, *, confirm: bool, force: bool,
                by_run: str) -> ForgetReport:
-    known = ledger.db.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    if not known or not known[0]:
+    if not ledger.has_run(run_id):
         raise UsageError(f"--run {run_id}: no such run in the ledger (see 'hindsight-batch report')")
     report = ForgetReport(run_id, confirm, force)
     outcomes: list[tuple[str, str, str]] = []

@@ -137,7 +137,6 @@ class Importer:
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
         self._known: dict[str, SourceState] = {}
-        self._latest: dict[str, list[dict[str, object]]] = {}
         self._applied: Applied = {}
         self._pending_rows: list[ManifestRow] = []
         self._pending_sources: list[SourceRecord] = []
@@ -163,7 +162,6 @@ class Importer:
         try:
             self.ledger.start_run(summary.run_id, "import", summary.mode)
             self._known = self.ledger.sources()
-            self._latest = self.ledger.latest_rows() if self._known else {}
             self._applied = self.ledger.document_hashes()
             total = sum(file_size(p) for p in self.files)
             with progress_bar(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
@@ -313,7 +311,7 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            rows = self._reused_rows(key)
+            rows = self._reused_rows(key, previous.last_run_id)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if not (self.options.apply and any(row.status == "planned" for row in rows)):
                 self._reuse(rows)  # the ledger keeps them under the run that read the file
@@ -415,11 +413,11 @@ class Importer:
             return "unchanged"
         return "planned"
 
-    def _reused_rows(self, key: str) -> list[ManifestRow]:
+    def _reused_rows(self, key: str, run_id: str) -> list[ManifestRow]:
         """An unchanged source's rows from the run that last read it, statuses refreshed."""
         from hindsight_batch.rows import ManifestRow
 
-        rows = [ManifestRow.from_json(data) for data in self._latest.get(key, [])]
+        rows = [ManifestRow.from_json(data) for data in self.ledger.latest_rows(key, run_id)]
         return [replace(row, status=self._status(replace(row, status="planned")))
                 if row.status in ("planned", "unchanged") else row for row in rows]
 

@@ -1,8 +1,10 @@
 """The ledger: a DuckDB file with runs, sources, documents and manifest rows.
 
 It makes re-runs cheap (an unchanged source is not parsed again), uploads resumable (each document's status and
-operation id), and ``report`` possible; plain SQL over the file works too. One writer at a time: the ledger holds
-an exclusive lock file for as long as it is open, and a second run gets :class:`BusyError` (exit 75) at once.
+operation id), and ``report`` possible; plain SQL over the file works too (one column per manifest field). One
+writer at a time: the ledger holds an exclusive lock file for as long as it is open, and a second run gets
+:class:`BusyError` (exit 75) at once. Opening a ledger made by an older version migrates it
+(:mod:`hindsight_batch.sinks.ledger_schema`); one made by a newer version is refused.
 """
 
 from __future__ import annotations
@@ -22,38 +24,15 @@ from typing import IO, TYPE_CHECKING, Any
 import duckdb
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.errors import BusyError, UsageError
+from hindsight_batch.errors import BusyError, UsageError, failure_reason
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
+from hindsight_batch.sinks import ledger_schema, manifest_table
 
 if TYPE_CHECKING:
     from hindsight_batch.rows import ManifestRow, SourceRecord
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, command VARCHAR, mode VARCHAR, started_at TIMESTAMP, finished_at TIMESTAMP,
-    status VARCHAR, summary VARCHAR);
-CREATE TABLE IF NOT EXISTS sources (
-    path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, parsed_offset BIGINT, session_id VARCHAR,
-    settings_hash VARCHAR, last_run_id VARCHAR, seen_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS documents (
-    bank_id VARCHAR, document_id VARCHAR, bank_role VARCHAR, source_path VARCHAR, session_id VARCHAR,
-    content_hash VARCHAR, item_hash VARCHAR, status VARCHAR, operation_id VARCHAR, error VARCHAR,
-    run_id VARCHAR, updated_at TIMESTAMP, tags VARCHAR, metadata VARCHAR, PRIMARY KEY (bank_id, document_id));
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS retryable BOOLEAN;
-ALTER TABLE documents ADD COLUMN IF NOT EXISTS attempt INTEGER;
-CREATE TABLE IF NOT EXISTS deliveries (
-    run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, item_hash VARCHAR, sent_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS forgotten (
-    run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, action VARCHAR, by_run VARCHAR, done_at TIMESTAMP);
-CREATE TABLE IF NOT EXISTS manifest (
-    run_id VARCHAR, source_path VARCHAR, document_id VARCHAR, bank_id VARCHAR, route VARCHAR, status VARCHAR,
-    reason VARCHAR, "row" VARCHAR);
-CREATE TABLE IF NOT EXISTS failed_files (run_id VARCHAR, path VARCHAR, line BIGINT, reason VARCHAR);
-"""
-
-
 _BATCH = 400
+_REUSE_WINDOW = 500  # sources whose rows one look-up fetches (latest_rows)
 _COLUMN_BATCH = 5000
 # What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
 # confirmed there with our content hash), or refused for good (a 4xx about the item itself). Everything else --
@@ -117,10 +96,46 @@ class LedgerPathError(UsageError):
     environment rather than ``--state``)."""
 
 
+class LedgerVersionError(LedgerPathError):
+    """The ledger was made by a newer version (its schema version is higher than this code reads), or its version
+    cannot be read: refused untouched, with the same exit code as a ledger that cannot be opened."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    run_id: str
+    command: str
+    mode: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestCounts:
+    """One run's manifest rows counted: each chunk once (its first row), except ``banks`` (every row with a bank).
+    Each list is most first, ties in the order first written, as ``collections.Counter.most_common`` orders."""
+
+    chunks: int
+    routes: list[tuple[str, int]]
+    banks: list[tuple[str, int]]
+    redactions: list[tuple[str, int]]
+    # (skip_reason, reason, chunks) of skipped chunks, by group in the order first written; skip_reason is None
+    # on rows written before it existed (schema version 1).
+    skips: list[tuple[str | None, str, int]]
+
+
+# A run's manifest rows with their write order (``r``), and each chunk's first row.
+_RUN_ROWS = ("WITH run_rows AS (SELECT rowid AS r, * FROM manifest WHERE run_id = ?), "
+             "chunks AS (SELECT * FROM run_rows QUALIFY row_number() OVER "
+             "(PARTITION BY source_file, segment, chunk_index ORDER BY r) = 1) ")
+
+
 class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "ledger.duckdb"
         self._types: dict[str, list[str]] = {}  # column types by table, for _insert
+        self._reuse: dict[tuple[str, str], list[dict[str, Any]]] = {}  # latest_rows' window
         created = _missing_folders(state_dir)
         lock_path = state_dir / "ledger.lock"
         lock_existed = lock_path.exists()
@@ -146,10 +161,6 @@ class Ledger:
         try:
             # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
             self.db = duckdb.connect(str(self.path), config={"threads": 1})
-            os.chmod(self.path, PRIVATE_FILE)
-            self.db.execute(_SCHEMA)
-            # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
-            self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         except (OSError, duckdb.Error) as exc:
             self._umask.close()
             self._unlock()
@@ -159,6 +170,46 @@ class Ledger:
             self._umask.close()
             self._unlock()
             raise
+        try:
+            os.chmod(self.path, PRIVATE_FILE)
+            self._migrate(self._check_version())
+            # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
+            self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
+        except (OSError, duckdb.Error) as exc:
+            self._close_db()
+            self._undo(created, lock_path, lock_existed)
+            raise LedgerPathError(f"ledger {self.path}: cannot open it: {' '.join(str(exc).split())[:300]}") from None
+        except BaseException:
+            self._close_db()
+            raise
+
+    def _check_version(self) -> int | None:
+        """The ledger's schema version (None: a new file); a ledger whose schema this code does not know (a newer
+        version made it) is refused, untouched."""
+        try:
+            version = ledger_schema.schema_version(self.db)
+        except ValueError as exc:
+            raise LedgerVersionError(f"ledger {self.path}: {exc}") from None
+        if version is not None and version > ledger_schema.SCHEMA_VERSION:
+            raise LedgerVersionError(
+                f"ledger {self.path}: schema version {version} is newer than this hindsight-batch reads (up to "
+                f"{ledger_schema.SCHEMA_VERSION}); use the newer hindsight-batch that wrote it, or another --state "
+                "folder")
+        return version
+
+    def _migrate(self, version: int | None) -> None:
+        try:
+            ledger_schema.migrate(self.db, self.path, version)
+        except (OSError, duckdb.Error):
+            raise
+        except Exception as exc:  # a row an older version stored that cannot be read: the ledger stays as it was
+            raise LedgerPathError(f"ledger {self.path}: cannot bring it to schema version "
+                                  f"{ledger_schema.SCHEMA_VERSION}: {failure_reason(exc)}") from None
+
+    def _close_db(self) -> None:
+        self.db.close()
+        self._umask.close()
+        self._unlock()
 
     @staticmethod
     def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
@@ -173,9 +224,7 @@ class Ledger:
                 break
 
     def close(self) -> None:
-        self.db.close()
-        self._umask.close()
-        self._unlock()
+        self._close_db()
 
     def _unlock(self) -> None:
         if self._lock is not None:
@@ -215,6 +264,21 @@ class Ledger:
         self._insert("INSERT INTO failed_files VALUES", 4,
                      [[run_id, f["file"], f.get("line"), f["reason"]] for f in failed])
 
+    def runs(self, last: int) -> list[RunRow]:
+        """The ``last`` runs, latest first."""
+        rows = self.db.execute("SELECT run_id, command, mode, started_at, finished_at, status FROM runs "
+                               "ORDER BY started_at DESC LIMIT ?", [last]).fetchall()
+        return [RunRow(*r) for r in rows]
+
+    def has_run(self, run_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone() is not None
+
+    def failed_files(self, run_id: str) -> list[tuple[str, int | None, str]]:
+        """(file, line where known, reason) of each file ``run_id`` could not read or plan, by file."""
+        rows = self.db.execute("SELECT path, line, reason FROM failed_files WHERE run_id = ? ORDER BY path",
+                               [run_id]).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
     # sources
     def sources(self) -> dict[str, SourceState]:
         rows = self.db.execute("SELECT path, size, mtime_ns, settings_hash, last_run_id FROM sources").fetchall()
@@ -227,8 +291,8 @@ class Ledger:
     def record_sources(self, rows: Sequence[SourceRecord]) -> None:
         """(path, size, mtime_ns, session id, settings hash, run id) of sources just read."""
         now = _now()
-        self._insert("INSERT OR REPLACE INTO sources VALUES", 8,
-                     [[path, size, mtime, size, session, shape, run, now] for path, size, mtime, session, shape, run
+        self._insert("INSERT OR REPLACE INTO sources VALUES", 7,
+                     [[path, size, mtime, session, shape, run, now] for path, size, mtime, session, shape, run
                       in rows])
 
     def _insert(self, statement: str, width: int, rows: list[list[Any]]) -> None:
@@ -338,6 +402,9 @@ class Ledger:
             result.setdefault((bank_id, op), []).append(doc)
         return result
 
+    def documents_by_status(self) -> dict[str, int]:
+        return dict(self.db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
+
     def known_document_ids(self) -> set[tuple[str, str]]:
         return {(r[0], r[1]) for r in self.db.execute("SELECT bank_id, document_id FROM documents").fetchall()}
 
@@ -350,7 +417,7 @@ class Ledger:
         source."""
         rows = self.db.execute(
             "SELECT s.session_id, m.bank_id, m.document_id FROM manifest m JOIN sources s "
-            "ON m.run_id = s.last_run_id AND m.source_path = s.path WHERE m.document_id IS NOT NULL"
+            "ON m.run_id = s.last_run_id AND m.source_file = s.path WHERE m.document_id IS NOT NULL"
         ).fetchall()
         result: dict[str, set[tuple[str, str]]] = {}
         for session, bank, doc in rows:
@@ -381,36 +448,63 @@ class Ledger:
         return {r[0]: r[1] for r in rows}
 
     # manifest
-    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
-        """Manifest rows (without content), loaded through a temporary JSON-lines file: DuckDB reads one far faster
-        than it binds thousands of statement parameters."""
-        columns = ("run_id", "source_path", "document_id", "bank_id", "route", "status", "reason", "row")
-        with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl",
-                                         delete=False) as out:
-            count = 0
-            for row in manifest_rows:
-                r = row.as_json()
-                values = (r["run_id"], r["source_file"], r.get("document_id"), r.get("bank_id"),
-                          r["decision"]["route"], r["status"], r["decision"]["reason"], jsoncodec.dumps(r).decode())
-                out.write(jsoncodec.dumps(dict(zip(columns, values, strict=True))) + b"\n")
-                count += 1
-        try:
-            if count:
-                types = ", ".join(f"'{name}': 'VARCHAR'" for name in columns)
-                self.db.execute(f"INSERT INTO manifest SELECT * FROM read_json(?, format = 'newline_delimited', "
-                                f"columns = {{{types}}})", [out.name])
-        finally:
-            os.unlink(out.name)
+    def add_manifest_rows(self, rows: Iterable[ManifestRow]) -> None:
+        """Manifest rows (as the manifest file has them; ``content`` is stored only when a row has it), loaded
+        through a temporary JSON-lines file (:func:`ledger_schema.load_records`)."""
+        with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
+            for r in rows:
+                out.write(jsoncodec.dumps(manifest_table.to_record(r.as_json())) + b"\n")
+            out.flush()
+            if out.tell():
+                ledger_schema.load_records(self.db, out.name)
 
-    def latest_rows(self) -> dict[str, list[dict[str, Any]]]:
-        """Each source's manifest rows from the run that last read it, in one query."""
-        rows = self.db.execute(
-            'SELECT m.source_path, m."row" FROM manifest m JOIN sources s '
-            "ON m.run_id = s.last_run_id AND m.source_path = s.path ORDER BY m.rowid"  # in the order written
-        ).fetchall()
-        result: dict[str, list[dict[str, Any]]] = {}
-        for path, row in rows:
-            result.setdefault(path, []).append(jsoncodec.loads(row))
+    def manifest_counts(self, run_id: str) -> ManifestCounts:
+        """``report``'s counts of one run's manifest rows, computed by DuckDB."""
+        def ranked(query: str) -> list[tuple[str, int]]:
+            return [(r[0], int(r[1])) for r in self.db.execute(_RUN_ROWS + query, [run_id]).fetchall()]
+
+        chunks = self.db.execute(_RUN_ROWS + "SELECT count(*) FROM chunks", [run_id]).fetchone()
+        routes = ranked("SELECT route, count(*) AS n FROM chunks GROUP BY 1 ORDER BY n DESC, min(r)")
+        banks = ranked("SELECT bank_id, count(*) AS n FROM run_rows WHERE bank_id <> '' GROUP BY 1 "
+                       "ORDER BY n DESC, min(r)")
+        # Each rule's first appearance: the first chunk that has it, then its place in that chunk's map.
+        redactions = ranked(
+            "SELECT rule, sum(n) AS total FROM (SELECT r, unnest(map_keys(redactions)) AS rule, "
+            "unnest(map_values(redactions)) AS n, unnest(range(cardinality(redactions)::BIGINT)) AS place FROM chunks) "
+            "GROUP BY 1 ORDER BY total DESC, min(r), arg_min(place, r)")
+        skips = self.db.execute(_RUN_ROWS + "SELECT skip_reason, reason, count(*) FROM chunks WHERE status = "
+                                "'skipped' GROUP BY 1, 2 ORDER BY min(r)", [run_id]).fetchall()
+        return ManifestCounts(int(chunks[0]) if chunks else 0, routes, banks, redactions,
+                              [(r[0], r[1], int(r[2])) for r in skips])
+
+    def _reuse_window(self, first: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """(path, run) -> manifest rows of :data:`_REUSE_WINDOW` sources from ``first`` on, in path order."""
+        found = self.db.execute(
+            "WITH w AS (SELECT path, last_run_id FROM sources WHERE path >= ? ORDER BY path LIMIT ?) "
+            f"SELECT w.path, w.last_run_id, {manifest_table.select_list('m.')} "
+            "FROM w LEFT JOIN manifest m ON m.run_id = w.last_run_id AND m.source_file = w.path "
+            "ORDER BY m.rowid", [first, _REUSE_WINDOW]).fetchall()
+        window: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for path, run_id, *values in found:
+            rows = window.setdefault((path, run_id), [])
+            if values[0] is not None:  # a source with no rows has one row of NULLs here
+                rows.append(manifest_table.from_columns(values))
+        return window
+
+    def latest_rows(self, source_file: str, run_id: str) -> list[dict[str, Any]]:
+        """The manifest rows ``run_id`` wrote for ``source_file`` (as the manifest file had them, without content),
+        in the order written: what an unchanged source reuses. Looked up when the importer reaches the file,
+        together with the next sources in path order (the order files are imported in), a window at a time: one
+        statement per file costs DuckDB 2-5 ms (binding 35 columns), seconds over a thousand files."""
+        found = self._reuse.pop((source_file, run_id), None)
+        if found is None:
+            self._reuse = self._reuse_window(source_file)
+            found = self._reuse.pop((source_file, run_id), None)
+        if found is None:  # not the run that last read it (the importer never asks so)
+            found = [manifest_table.from_columns(values) for values in self.db.execute(
+                f"SELECT {manifest_table.select_list()} FROM manifest WHERE run_id = ? AND source_file = ? "
+                "ORDER BY rowid", [run_id, source_file]).fetchall()]
+        result = found
         return result
 
     def totals(self) -> dict[str, Any]:

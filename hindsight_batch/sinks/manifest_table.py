@@ -1,0 +1,126 @@
+"""The ledger's ``manifest`` table: one column per manifest-row field, and the way back to the row.
+
+A row goes in as the manifest file has it (its JSON values, without ``content`` unless kept) and comes back the
+same, so that an unchanged source's rows can be written again from the ledger. The routing decision has columns
+for what ``report`` groups by (route, confidence, reason, skip_reason, strategy, mode) and is also kept whole as
+JSON text (``decision``), which is what comes back. The ``annotations`` column (JSON text) holds what no column
+gives back exactly: the row's keys that are not fields (the importer's ``bank_why``, ``live_retained``), and a
+timestamp whose text is not the canonical ``YYYY-MM-DDTHH:MM:SS.fffZ`` (then its column holds the parsed time when
+there is one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from hindsight_batch import jsoncodec
+
+# (name, DuckDB type) in table order: the manifest row contract, then ``annotations``.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"), ("source_file", "VARCHAR"), ("session_id", "VARCHAR"), ("leaf", "VARCHAR"),
+    ("segment", "VARCHAR"), ("chunk_index", "INTEGER"), ("first_entry_id", "VARCHAR"), ("last_entry_id", "VARCHAR"),
+    ("turns", "INTEGER"), ("document_id", "VARCHAR"), ("bank_role", "VARCHAR"), ("bank_id", "VARCHAR"),
+    ("project", "VARCHAR"), ("started_at", "TIMESTAMP"), ("ended_at", "TIMESTAMP"),
+    ("route", "VARCHAR"), ("confidence", "DOUBLE"), ("reason", "VARCHAR"), ("skip_reason", "VARCHAR"),
+    ("strategy", "VARCHAR"), ("mode", "VARCHAR"), ("decision", "VARCHAR"),
+    ("tags", "VARCHAR[]"), ("observation_scopes", "VARCHAR"), ("content_sha256", "VARCHAR"),
+    ("item_sha256", "VARCHAR"), ("bytes", "BIGINT"), ("messages_kept", "INTEGER"),
+    ("messages_dropped", "MAP(VARCHAR, INTEGER)"), ("blocks_removed", "MAP(VARCHAR, INTEGER)"),
+    ("redactions", "MAP(VARCHAR, INTEGER)"), ("fingerprints", "VARCHAR[]"), ("status", "VARCHAR"),
+    ("content", "VARCHAR"), ("annotations", "VARCHAR"),
+)
+NAMES = tuple(name for name, _ in COLUMNS)
+DDL = "CREATE TABLE manifest ({})".format(", ".join(f"{name} {kind}" for name, kind in COLUMNS))
+
+# The row's fields in the order a row has them; the decision's columns come from ``decision``.
+_ROW_FIELDS = ("run_id", "source_file", "session_id", "leaf", "segment", "chunk_index", "first_entry_id",
+               "last_entry_id", "turns", "document_id", "bank_role", "bank_id", "project", "started_at", "ended_at",
+               "decision", "skip_reason", "tags", "observation_scopes", "content_sha256", "item_sha256", "bytes",
+               "messages_kept", "messages_dropped", "blocks_removed", "redactions", "fingerprints", "status", "content")
+_DECISION_COLUMNS = ("route", "confidence", "reason", "skip_reason", "strategy", "mode")
+_JSON_TEXT = ("decision", "observation_scopes")
+_TIMES = ("started_at", "ended_at")
+# A row may lack these keys (content unless kept; a row migrated from a version-1 ledger has no project, times or
+# skip_reason): absent ones are stored as NULL; ``content`` comes back only when not NULL.
+_OPTIONAL = ("content", "project", "started_at", "ended_at", "skip_reason")
+_ABSENT_WHEN_NULL = ("content",)
+
+
+def _time_text(value: datetime) -> str:
+    return value.isoformat(timespec="milliseconds") + "Z"
+
+
+def _parse_time(text: object) -> datetime | None:
+    """An ISO-8601 timestamp as naive UTC, or None when it is none."""
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+def _decision_value(decision: Mapping[str, Any], name: str) -> Any:
+    """A decision field as the manifest writes it (camelCase, ``skipReason``), or by its Python name."""
+    head, *rest = name.split("_")
+    camel = head + "".join(part.title() for part in rest)
+    return decision[camel] if camel in decision else decision.get(name)
+
+
+def to_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest row (its JSON values) as column name -> JSON value, for DuckDB's ``read_json``."""
+    decision = row["decision"]
+    record: dict[str, Any] = {}
+    annotations = {key: value for key, value in row.items() if key not in _ROW_FIELDS}
+    for name in NAMES:
+        if name == "skip_reason" and name in row:  # the row's own key (the decision object leaves it out)
+            record[name] = row[name]
+            continue
+        if name in _DECISION_COLUMNS:
+            record[name] = _decision_value(decision, name)
+            continue
+        if name == "annotations":
+            continue
+        value = row.get(name) if name in _OPTIONAL else row[name]
+        if name in _JSON_TEXT:
+            record[name] = None if value is None else jsoncodec.dumps(value).decode()
+        elif name in _TIMES:
+            parsed = _parse_time(value)
+            record[name] = None if parsed is None else parsed.isoformat(sep=" ")
+            if value is not None and (parsed is None or _time_text(parsed) != value):
+                annotations[name] = value  # given back as written
+        else:
+            record[name] = value
+    record["annotations"] = jsoncodec.dumps(annotations).decode() if annotations else None
+    return record
+
+
+_SELECTED = tuple(name for name in NAMES if name not in _DECISION_COLUMNS or name == "skip_reason")
+
+
+def select_list(alias: str = "") -> str:
+    """The columns :func:`from_columns` reads, for a SELECT (``alias``: the table's, such as ``m.``)."""
+    return ", ".join(alias + name for name in _SELECTED)
+
+
+def from_columns(values: Sequence[Any]) -> dict[str, Any]:
+    """The manifest row a result row of :func:`select_list`'s columns holds, as the manifest file had it."""
+    found = dict(zip(_SELECTED, values, strict=True))
+    row: dict[str, Any] = {}
+    for name in _ROW_FIELDS:
+        value = found[name]
+        if value is None and name in _ABSENT_WHEN_NULL:
+            continue
+        if name in _JSON_TEXT:
+            value = None if value is None else jsoncodec.loads(value)
+        elif name in _TIMES:
+            value = None if value is None else _time_text(value)
+        elif isinstance(value, dict):
+            value = dict(value)
+        row[name] = value
+    if found["annotations"] is not None:
+        row.update(jsoncodec.loads(found["annotations"]))  # a field it names (a timestamp) keeps its place
+    return row
