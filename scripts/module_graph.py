@@ -5,10 +5,11 @@
     python scripts/module_graph.py --ref a0cbc58      # the tree at a git commit (read with git, no checkout)
     python scripts/module_graph.py --format dot | dot -Tsvg > graph.svg
 
-Every ``import`` counts, also one inside a function or under ``if TYPE_CHECKING:`` (a type is a dependency too).
-The summary gives the modules, edges, largest modules, import cycles and layering violations: a module importing
-one of a later stage (the pipeline reads, shapes and plans; sinks write; orchestration runs it; the CLI prints),
-planning importing a sink, say. A module's stage is that of the first part of its dotted name found in STAGES;
+Every ``import`` counts, also one inside a function; one only under ``if TYPE_CHECKING:`` is marked ``(type)``.
+The summary gives the modules, edges, largest modules, import cycles (of imports that run: a type-only import
+makes none) and layering violations: a module importing one of a later stage (the pipeline reads, shapes and
+plans; sinks write; orchestration runs it; the CLI prints), planning importing a sink, say. A module's stage is
+that of the first part of its dotted name found in STAGES;
 modules of no known stage are listed, so the table can follow the layout.
 """
 
@@ -25,17 +26,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stages in pipeline order; importing a module of a later stage is a layering violation.
 STAGES: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "jsoncodec", "textscan", "masking", "fsutil", "config", "interfaces", "protocols", "poll",
-              "types", "settings"}),
+    ("base", {"errors", "jsoncodec", "textscan", "masking", "fsutil", "config", "poll", "polling", "types",
+              "settings", "rows"}),  # rows: the typed row planning makes and the sinks read
     ("read", {"session", "sources", "catchup"}),  # catchup reads session modes and retain cursors
     ("shape", {"retention", "redaction"}),
     ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline"}),
-    ("sinks", {"sinks", "queue"}),
+    ("sinks", {"sinks", "queue", "client", "state"}),
     ("orchestration", {"importer", "live", "workers", "report", "verify", "forget", "prune", "review",
-                       "library", "api"}),
+                       "library", "api", "status", "accounting", "duplicates", "scheduling"}),
     ("cli", {"cli", "__main__"}),
 ]
-# The package's own __init__ (its version and public API) is outside the stages: everyone may import it.
+# Outside the stages: the package's own __init__ (its version and public API), which everyone may import, and the
+# seams' protocols, which name every stage's types.
+EXEMPT = {"__init__", "interfaces", "protocols"}
 _RANK = {part: (rank, name) for rank, (name, parts) in enumerate(STAGES) for part in parts}
 
 
@@ -44,6 +47,7 @@ class Module:
     name: str  # relative to the package: "session.reader"; the package's own __init__ is "__init__"
     lines: int
     imports: set[str] = field(default_factory=set)
+    type_only: set[str] = field(default_factory=set)  # of imports, those made only under `if TYPE_CHECKING:`
 
 
 def read_tree(root: Path, package: str, ref: str | None) -> dict[str, str]:
@@ -87,7 +91,12 @@ def build_graph(sources: dict[str, str], package: str) -> dict[str, Module]:
         name, is_package = names[path]
         here = [package] + ([] if name == "__init__" else name.split("."))
         base = here if is_package else here[:-1]  # the package a relative import starts from
-        for node in ast.walk(ast.parse(src, filename=path)):
+        tree = ast.parse(src, filename=path)
+        typing_only = {id(n) for branch in ast.walk(tree)
+                       if isinstance(branch, ast.If) and _is_type_checking(branch.test)
+                       for stmt in branch.body for n in ast.walk(stmt)}
+        runtime: set[str] = set()
+        for node in ast.walk(tree):
             targets: list[str | None] = []
             if isinstance(node, ast.Import):
                 targets = [absolute(alias.name) for alias in node.names]
@@ -97,8 +106,17 @@ def build_graph(sources: dict[str, str], package: str) -> dict[str, Module]:
                 for alias in node.names:  # `from pkg import mod` imports the module mod
                     sub = absolute(f"{mod}.{alias.name}")
                     targets.append(sub if sub == f"{mod}.{alias.name}".split(".", 1)[-1] else absolute(mod))
-            modules[name].imports.update(t for t in targets if t is not None and t != name)
+            found = {t for t in targets if t is not None and t != name}
+            modules[name].imports |= found
+            if id(node) not in typing_only:
+                runtime |= found
+        modules[name].type_only = modules[name].imports - runtime
     return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def cycles(modules: dict[str, Module]) -> list[list[str]]:
@@ -111,7 +129,7 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
-        for w in sorted(modules[v].imports):
+        for w in sorted(modules[v].imports - modules[v].type_only):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -135,7 +153,7 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
 
 
 def stage(name: str) -> tuple[int, str] | None:
-    if name == "__init__":
+    if name in EXEMPT:
         return None
     for part in name.split("."):
         if part in _RANK:
@@ -143,14 +161,14 @@ def stage(name: str) -> tuple[int, str] | None:
     return None
 
 
-def violations(modules: dict[str, Module]) -> list[tuple[str, str, str, str]]:
+def violations(modules: dict[str, Module]) -> list[tuple[str, str, str, str, bool]]:
     out = []
     for m in sorted(modules):
         mine = stage(m)
         for target in sorted(modules[m].imports):
             theirs = stage(target)
             if mine and theirs and theirs[0] > mine[0]:
-                out.append((m, mine[1], target, theirs[1]))
+                out.append((m, mine[1], target, theirs[1], target in modules[m].type_only))
     return out
 
 
@@ -159,8 +177,7 @@ def text(modules: dict[str, Module], package: str, label: str, top: int) -> str:
     width = max(len(n) for n in modules)
     out = [f"{package} ({label}): {len(modules)} modules, {sum(m.lines for m in modules.values())} lines, "
            f"{edges} internal imports", ""]
-    out += [f"{n:<{width}} {modules[n].lines:>5}  -> {', '.join(sorted(modules[n].imports)) or '-'}"
-            for n in sorted(modules)]
+    out += [f"{n:<{width}} {modules[n].lines:>5}  -> {', '.join(_named(modules[n])) or '-'}" for n in sorted(modules)]
     largest = sorted(modules.values(), key=lambda m: (-m.lines, m.name))[:top]
     out += ["", "largest: " + ", ".join(f"{m.name} {m.lines}" for m in largest)]
     found = cycles(modules)
@@ -168,20 +185,30 @@ def text(modules: dict[str, Module], package: str, label: str, top: int) -> str:
     out += [f"  {' <-> '.join(c)}" for c in found]
     bad = violations(modules)
     out.append(f"layering violations (a module importing a later stage): {len(bad)}")
-    out += [f"  {m} [{s}] -> {t} [{ts}]" for m, s, t, ts in bad]
-    unplaced = sorted(n for n in modules if stage(n) is None and n != "__init__")
+    out += [f"  {m} [{s}] -> {t} [{ts}]{' (type only)' if typed else ''}" for m, s, t, ts, typed in bad]
+    unplaced = sorted(n for n in modules if stage(n) is None and n not in EXEMPT)
     if unplaced:
         out.append(f"modules of no known stage (add them to STAGES): {', '.join(unplaced)}")
     return "\n".join(out)
 
 
+def _named(module: Module) -> list[str]:
+    return [t + (" (type)" if t in module.type_only else "") for t in sorted(module.imports)]
+
+
 def dot(modules: dict[str, Module], package: str) -> str:
-    bad = {(m, t) for m, _, t, _ in violations(modules)}
+    bad = {(m, t) for m, _, t, _, _ in violations(modules)}
     out = [f'digraph "{package}" {{', "  rankdir=LR; node [shape=box, fontsize=10];"]
     out += [f'  "{n}" [label="{n}\\n{modules[n].lines} lines"];' for n in sorted(modules)]
-    out += [f'  "{n}" -> "{t}"{" [color=red]" if (n, t) in bad else ""};'
+    out += [f'  "{n}" -> "{t}"{_style(n, t, modules, bad)};'
             for n in sorted(modules) for t in sorted(modules[n].imports)]
     return "\n".join([*out, "}"])
+
+
+def _style(source: str, target: str, modules: dict[str, Module], bad: set[tuple[str, str]]) -> str:
+    attrs = (["color=red"] if (source, target) in bad else []) + (
+        ["style=dashed"] if target in modules[source].type_only else [])
+    return f" [{', '.join(attrs)}]" if attrs else ""
 
 
 def main(argv: list[str] | None = None) -> int:

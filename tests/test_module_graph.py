@@ -8,12 +8,14 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "module_graph.py"
 
-# A tiny package: planning imports a sink (a layering violation), a and b import each other (a cycle), and every
-# import form the script must resolve (absolute, relative, `from package import module`, lazy, a name from a module).
+# A tiny package: planning imports a sink (a layering violation), a and b import each other (a cycle), the reader
+# names a planning type under TYPE_CHECKING (no cycle, a type-only violation), and every import form the script
+# must resolve (absolute, relative, `from package import module`, lazy, a name from a module).
 FILES = {
     "pkg/__init__.py": '__version__ = "1"\n',
     "pkg/session/__init__.py": "",
-    "pkg/session/reader.py": "import json\n\nfrom pkg import __version__\n",
+    "pkg/session/reader.py": "import json\nfrom typing import TYPE_CHECKING\n\nfrom pkg import __version__\n\n"
+                             "if TYPE_CHECKING:\n    from pkg.planning import f\n",
     "pkg/planning.py": "from pkg.session import reader\nfrom .sinks.manifest import Row\n\n\ndef f():\n"
                        "    import pkg.a\n",
     "pkg/sinks/__init__.py": "",
@@ -44,21 +46,23 @@ def test_graph_lists_modules_edges_cycles_and_layering_violations(tmp_path: Path
     result = _graph(tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.splitlines()[0] == "pkg (working tree): 8 modules, 15 lines, 7 internal imports"
+    assert out.splitlines()[0] == "pkg (working tree): 8 modules, 19 lines, 8 internal imports"
     assert _edges(out) == {
         "__init__": "-", "session": "-", "sinks": "-", "b": "a", "a": "b",
-        "session.reader": "__init__", "planning": "a, session.reader, sinks.manifest",
+        "session.reader": "__init__, planning (type)", "planning": "a, session.reader, sinks.manifest",
         "sinks.manifest": "session.reader",
     }
     assert "import cycles: 1\n  a <-> b\n" in out
-    assert ("layering violations (a module importing a later stage): 1\n"
-            "  planning [plan] -> sinks.manifest [sinks]") in out
+    assert ("layering violations (a module importing a later stage): 2\n"
+            "  planning [plan] -> sinks.manifest [sinks]\n"
+            "  session.reader [read] -> planning [plan] (type only)\n") in out
     assert "modules of no known stage (add them to STAGES): a, b" in out
-    assert "largest: planning 6," in out
+    assert "largest: session.reader 7, planning 6," in out
 
     dot = _graph(tmp_path, "--format", "dot").stdout
     assert dot.startswith('digraph "pkg" {') and dot.rstrip().endswith("}")
     assert '"planning" -> "sinks.manifest" [color=red];' in dot and '"a" -> "b";' in dot
+    assert '"session.reader" -> "planning" [color=red, style=dashed];' in dot
 
 
 def test_ref_reads_the_tree_at_a_commit_not_the_working_tree(tmp_path: Path) -> None:
@@ -78,11 +82,11 @@ def test_ref_reads_the_tree_at_a_commit_not_the_working_tree(tmp_path: Path) -> 
     after = _graph(tmp_path)
     assert before.returncode == after.returncode == 0
     assert before.stdout.startswith(f"pkg ({commit}): 8 modules,") and "routing" not in _edges(before.stdout)
-    assert "import cycles: 1" in before.stdout and "layering violations (a module importing a later stage): 1" \
+    assert "import cycles: 1" in before.stdout and "layering violations (a module importing a later stage): 2" \
         in before.stdout
     assert after.stdout.startswith("pkg (working tree): 9 modules,")
     assert _edges(after.stdout)["routing"] == "planning"
-    assert "import cycles: 0" in after.stdout and "layering violations (a module importing a later stage): 0" \
+    assert "import cycles: 0" in after.stdout and "layering violations (a module importing a later stage): 1" \
         in after.stdout
 
     missing = _graph(tmp_path, "--ref", "no-such-ref")
