@@ -72,14 +72,6 @@ class Projection:
     dropped: str | None = None  # why a message was not retained; None for non-message entries
     removed: dict[str, int] = field(default_factory=dict)  # blocks or spans removed, by reason
 
-    def __init__(
-        self, role: str | None = None, record: dict[str, Any] | None = None, dropped: str | None = None,
-        removed: dict[str, int] | None = None,
-    ) -> None:
-        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
-        self.role, self.record, self.dropped = role, record, dropped
-        self.removed = {} if removed is None else removed
-
     def remove(self, reason: str, count: int = 1) -> None:
         self.removed[reason] = self.removed.get(reason, 0) + count
 

@@ -79,14 +79,6 @@ class EntryOutcome:
     size: int = 0
     findings: Findings | None = None
 
-    def __init__(
-        self, role: str | None, dropped: str | None, removed: dict[str, int], handle: int | None = None,
-        size: int = 0, findings: Findings | None = None,
-    ) -> None:
-        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
-        self.role, self.dropped, self.removed = role, dropped, removed
-        self.handle, self.size, self.findings = handle, size, findings
-
 
 BATCH_BYTES = 256 << 10
 

@@ -65,14 +65,6 @@ class RawLine:
     end: int
     terminated: bool
 
-    def __init__(
-        self, lineno: int, offset: int, length: int, buffer: bytes | bytearray | None, start: int, end: int,
-        terminated: bool,
-    ) -> None:
-        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
-        self.lineno, self.offset, self.length, self.buffer = lineno, offset, length, buffer
-        self.start, self.end, self.terminated = start, end, terminated
-
     @property
     def data(self) -> bytes | bytearray | None:
         # A copy, not a memoryview: orjson parses a memoryview markedly slower than the copy costs.
@@ -85,16 +77,8 @@ class ParsedObject:
     offset: int
     obj: dict[str, Any]
     glued: bool  # recovered from a line that held more than one JSON value
-    surrogates: int  # lone surrogates replaced by U+FFFD in this object
-    invalid_utf8: bool  # the line held invalid UTF-8, replaced by U+FFFD (set on the line's first object only)
-
-    def __init__(
-        self, lineno: int, offset: int, obj: dict[str, Any], glued: bool, surrogates: int = 0,
-        invalid_utf8: bool = False,
-    ) -> None:
-        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
-        self.lineno, self.offset, self.obj, self.glued = lineno, offset, obj, glued
-        self.surrogates, self.invalid_utf8 = surrogates, invalid_utf8
+    surrogates: int = 0  # lone surrogates replaced by U+FFFD in this object
+    invalid_utf8: bool = False  # the line held invalid UTF-8, replaced by U+FFFD (set on the line's first object only)
 
 
 @dataclass(slots=True)

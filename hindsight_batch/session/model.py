@@ -54,14 +54,6 @@ class EntryNode:
     first_kept_id: str | None = None  # compaction entries only
     payload: Any = None
 
-    def __init__(
-        self, seq: int, lineno: int, id: str, parent_id: str | None, type: str, timestamp: str | None,
-        first_kept_id: str | None = None, payload: Any = None,
-    ) -> None:
-        # Written out: a compiled build (setup.py) runs it natively; the one @dataclass writes stays interpreted.
-        self.seq, self.lineno, self.id, self.parent_id, self.type = seq, lineno, id, parent_id, type
-        self.timestamp, self.first_kept_id, self.payload = timestamp, first_kept_id, payload
-
     def __reduce__(self) -> _Reduced:
         return _by_constructor(self)
 
