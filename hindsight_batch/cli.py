@@ -925,3 +925,30 @@ def main() -> None:
         sys.exit(EXIT_ITEMS_FAILED)
     except (Exception, KeyboardInterrupt, Terminated) as exc:
         _exit_for(exc, "--debug" in sys.argv[1:])
+
+
+@cli.command("review")
+@click.option("--run", "run_id", help="The run to review (default: the latest run that planned chunks).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the page here (default: review-<run>.html in the current folder).")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path), help="Ledger folder.")
+@common_options
+@handle_errors
+def review_command(run_id: str | None, output: Path | None, state_dir: Path | None, config_file: Path | None,
+                   as_json: bool, quiet: bool) -> None:
+    """Write one self-contained HTML page (mode 0600; no network when opened) to look at a run before sending
+    it: where each project's chunks go, what was left out and redacted (counts only), User Bank suggestions, and
+    every session with its chunks (their text where the import kept it with --include-content).
+
+    \b
+    Example:
+      hindsight-batch import ~/.pi/agent/sessions --include-content && hindsight-batch review -o review.html
+    """
+    from hindsight_batch.review import write_review
+
+    with open_ledger(state_dir) as ledger:
+        path = write_review(ledger.db, output, run_id)
+    if as_json:
+        _echo(json.dumps({"review": str(path)}))
+    elif not quiet:
+        _echo(str(path))

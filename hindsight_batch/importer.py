@@ -596,7 +596,8 @@ class Importer:
                 line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
                 line.encode("utf-8")  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
                 lines.append(line)
-                data.pop("content", None)
+                if not self.options.include_content:  # the ledger keeps content only when asked (review page)
+                    data.pop("content", None)
                 rows_json.append(data)
             sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
         except Exception as exc:

@@ -1,0 +1,187 @@
+"""What the review page shows, read from the ledger in SQL.
+
+Every query reads the view ``review_rows``, whose columns are the manifest row contract (one column per field:
+``run_id``, ``source_file``, ``session_id``, ``segment``, ``chunk_index``, ``bank_id``, ``project``,
+``started_at``, ``route``, ``skip_reason``, ``decision``, ``messages_dropped``, ``redactions``, ``content``, …).
+One chunk can have several rows (one per target bank); the ``chunks`` view folds them into one row per chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from hindsight_batch.errors import UsageError
+
+
+def _v1_shim(db: duckdb.DuckDBPyConnection) -> None:
+    """SHIM (schema v1 -> contract), replaced at merge by a view over the real manifest columns.
+
+    Today's ``manifest`` keeps each row as JSON text in ``"row"``; this maps it to the contract's columns. Fields
+    the v1 row does not have are derived: ``project`` from the row's ``project:`` tag, else the basename of its
+    ``cwd:`` tag; ``started_at``/``ended_at`` from the timestamp in pi's session file name (when the session
+    started; NULL when the name has none); ``skip_reason`` from the decision's reason for a chunk nothing writes.
+    """
+    db.execute(r"""
+        CREATE OR REPLACE TEMP VIEW review_rows AS
+        WITH j AS (SELECT run_id, "row" AS r,
+                          CAST(json_extract("row", '$.tags') AS VARCHAR[]) AS tags FROM manifest)
+        SELECT run_id,
+               r->>'source_file' AS source_file, r->>'session_id' AS session_id, r->>'leaf' AS leaf,
+               r->>'segment' AS segment, CAST(r->>'chunk_index' AS INTEGER) AS chunk_index,
+               r->>'first_entry_id' AS first_entry_id, r->>'last_entry_id' AS last_entry_id,
+               CAST(r->>'turns' AS INTEGER) AS turns, r->>'document_id' AS document_id,
+               r->>'bank_role' AS bank_role, r->>'bank_id' AS bank_id,
+               coalesce(
+                   list_extract(list_transform(list_filter(tags, lambda t: starts_with(t, 'project:')),
+                                               lambda t: t[9:]), 1),
+                   regexp_extract(list_extract(list_filter(tags, lambda t: starts_with(t, 'cwd:')), 1),
+                                  '([^/]+)/*$', 1)) AS project,
+               strptime(nullif(regexp_extract(r->>'source_file', '(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)[^/]*$', 1), ''),
+                        '%Y-%m-%dT%H-%M-%S') AS started_at,
+               CAST(NULL AS TIMESTAMP) AS ended_at,
+               r->>'$.decision.route' AS route, CAST(r->>'$.decision.confidence' AS DOUBLE) AS confidence,
+               r->>'$.decision.reason' AS reason,
+               CASE WHEN r->>'status' IN ('skipped', 'not-written')
+                    THEN split_part(r->>'$.decision.reason', ' mode: ', -1) END AS skip_reason,
+               r->>'$.decision.strategy' AS strategy, r->>'$.decision.mode' AS mode,
+               CAST(json_extract(r, '$.decision') AS VARCHAR) AS decision, tags,
+               CAST(json_extract(r, '$.observation_scopes') AS VARCHAR) AS observation_scopes,
+               r->>'content_sha256' AS content_sha256, r->>'item_sha256' AS item_sha256,
+               CAST(r->>'bytes' AS BIGINT) AS bytes, CAST(r->>'messages_kept' AS INTEGER) AS messages_kept,
+               CAST(json_extract(r, '$.messages_dropped') AS MAP(VARCHAR, INTEGER)) AS messages_dropped,
+               CAST(json_extract(r, '$.blocks_removed') AS MAP(VARCHAR, INTEGER)) AS blocks_removed,
+               CAST(json_extract(r, '$.redactions') AS MAP(VARCHAR, INTEGER)) AS redactions,
+               CAST(json_extract(r, '$.fingerprints') AS VARCHAR[]) AS fingerprints,
+               r->>'status' AS status, r->>'content' AS content
+        FROM j
+    """)
+
+
+# One row per chunk of the chosen run (a chunk written to two banks has two manifest rows).
+_CHUNKS = """
+    CREATE OR REPLACE TEMP TABLE review_chunks AS
+    SELECT source_file, segment, chunk_index,
+           any_value(session_id) AS session_id, any_value(project) AS project,
+           min(started_at) AS started_at, max(ended_at) AS ended_at,
+           any_value(first_entry_id) AS first_entry_id, any_value(last_entry_id) AS last_entry_id,
+           any_value(route) AS route, any_value(confidence) AS confidence, any_value(reason) AS reason,
+           any_value(skip_reason) AS skip_reason, any_value(mode) AS mode, any_value(decision) AS decision,
+           any_value(tags) AS tags, any_value(bytes) AS bytes, any_value(status) AS status,
+           list_sort(list_distinct(list(bank_id))) AS banks,
+           any_value(messages_dropped) AS messages_dropped, any_value(redactions) AS redactions,
+           any_value(content) AS content
+    FROM review_rows WHERE run_id = ?
+    GROUP BY source_file, segment, chunk_index
+"""
+
+
+@dataclass
+class ReviewData:
+    """Everything the page shows; lists of plain values, ready for JSON."""
+
+    run: dict[str, Any]
+    destinations: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[tuple[str, str, int]] = field(default_factory=list)  # (bank, week start, chunks)
+    skipped: list[tuple[str, int]] = field(default_factory=list)
+    dropped: list[tuple[str, int]] = field(default_factory=list)
+    redactions: list[tuple[str, int]] = field(default_factory=list)
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    chunks: int = 0
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else str(value.isoformat() if hasattr(value, "isoformat") else value)
+
+
+def _pick_run(db: duckdb.DuckDBPyConnection, run_id: str | None) -> dict[str, Any]:
+    if run_id is None:
+        # The latest run that planned something: a re-run over unchanged files reads nothing and has no rows.
+        found = db.execute("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM review_rows m WHERE "
+                           "m.run_id = r.run_id) ORDER BY r.started_at DESC LIMIT 1").fetchone()
+        if not found:
+            raise UsageError("the ledger holds no planned chunks yet: run 'hindsight-batch import' first")
+        run_id = str(found[0])
+    row = db.execute("SELECT run_id, command, mode, started_at, finished_at, status FROM runs WHERE run_id = ?",
+                     [run_id]).fetchone()
+    if row is None:
+        raise UsageError(f"--run {run_id}: no such run in the ledger")
+    return {"run_id": row[0], "command": row[1], "mode": row[2], "started_at": _iso(row[3]),
+            "finished_at": _iso(row[4]), "status": row[5]}
+
+
+def _counts(db: duckdb.DuckDBPyConnection, column: str) -> list[tuple[str, int]]:
+    """Sum a MAP(VARCHAR, INTEGER) column over the chunks: (key, total), largest first."""
+    rows = db.execute(f"SELECT k, sum(v)::BIGINT FROM (SELECT unnest(map_keys({column})) AS k, "
+                      f"unnest(map_values({column})) AS v FROM review_chunks) GROUP BY k ORDER BY 2 DESC, 1"
+                      ).fetchall()
+    return [(str(k), int(v)) for k, v in rows]
+
+
+def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> ReviewData:
+    _v1_shim(db)
+    run = _pick_run(db, run_id)
+    db.execute(_CHUNKS, [run["run_id"]])
+    data = ReviewData(run=run)
+    data.chunks = int((db.execute("SELECT count(*) FROM review_chunks").fetchone() or (0,))[0])
+    data.destinations = [
+        {"bank": r[0], "project": r[1], "sessions": r[2], "chunks": r[3], "bytes": int(r[4] or 0),
+         "first": _iso(r[5]), "last": _iso(r[6])}
+        for r in db.execute(
+            "SELECT bank_id, project, count(DISTINCT session_id), count(DISTINCT (source_file, segment, chunk_index)),"
+            " sum(bytes), min(started_at), max(coalesce(ended_at, started_at)) FROM review_rows "
+            "WHERE run_id = ? AND bank_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2", [run["run_id"]]).fetchall()]
+    data.timeline = [
+        (str(r[0]), str(r[1].date()), int(r[2]))
+        for r in db.execute(
+            "SELECT bank_id, date_trunc('week', started_at) AS week, count(DISTINCT (source_file, segment, "
+            "chunk_index)) FROM review_rows WHERE run_id = ? AND bank_id IS NOT NULL AND started_at IS NOT NULL "
+            "GROUP BY 1, 2 ORDER BY 1, 2", [run["run_id"]]).fetchall()]
+    data.skipped = [(str(r[0]), int(r[1])) for r in db.execute(
+        "SELECT coalesce(skip_reason, status), count(*) FROM review_chunks WHERE status IN ('skipped', "
+        "'not-written') OR skip_reason IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()]
+    data.dropped = _counts(db, "messages_dropped")
+    data.redactions = _counts(db, "redactions")
+    # A User Bank suggestion: in explicit-only mode the decision keeps a User Bank ("global") target that is not
+    # written (routing/strategy.py); the chunk goes to the project bank only.
+    data.suggestions = [
+        {"session": r[0], "project": r[1], "segment": r[2], "chunk": r[3], "route": r[4], "confidence": r[5],
+         "reason": r[6], "user_bank": r[7]}
+        for r in db.execute(
+            "SELECT c.session_id, c.project, c.segment, c.chunk_index, c.route, c.confidence, c.reason, "
+            "t->>'bankId' FROM review_chunks c, "
+            "unnest(CAST(json_extract(c.decision, '$.targets[*]') AS JSON[])) AS u(t) "
+            "WHERE c.mode = 'explicit-only' AND t->>'bankRole' = 'global' AND t->>'willWrite' = 'false' "
+            "ORDER BY c.project, c.session_id, c.segment, c.chunk_index").fetchall()]
+    data.sessions = _sessions(db)
+    return data
+
+
+def _sessions(db: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every session with its chunks (compact keys: the page holds thousands)."""
+    rows = db.execute(
+        "SELECT session_id, source_file, segment, chunk_index, project, started_at, ended_at, first_entry_id, "
+        "last_entry_id, route, confidence, reason, skip_reason, tags, bytes, status, banks, redactions, content "
+        "FROM review_chunks ORDER BY started_at NULLS LAST, source_file, segment, chunk_index").fetchall()
+    sessions: dict[str, dict[str, Any]] = {}
+    for (session, source, segment, index, project, started, ended, first, last, route, confidence, reason, skip,
+         tags, size, status, banks, redactions, content) in rows:
+        s = sessions.get(source)
+        if s is None:
+            s = sessions[source] = {"id": session, "file": source, "project": project, "start": _iso(started),
+                                    "end": _iso(ended), "banks": [], "routes": [], "bytes": 0, "chunks": []}
+        s["bytes"] += int(size or 0)
+        s["end"] = _iso(ended) or s["end"]
+        for bank in banks:
+            if bank is not None and bank not in s["banks"]:
+                s["banks"].append(bank)
+        if route not in s["routes"]:
+            s["routes"].append(route)
+        s["chunks"].append({"seg": segment, "i": index, "first": first, "last": last, "route": route,
+                            "conf": confidence, "reason": reason, "skip": skip, "tags": list(tags or []),
+                            "status": status, "banks": [b for b in banks if b is not None], "bytes": size,
+                            "red": dict(redactions or {}), "content": content})
+    return list(sessions.values())
