@@ -25,7 +25,7 @@ from hindsight_batch.review.assets import SCRIPT, STYLE
 from hindsight_batch.review.query import ReviewData, load_review
 from hindsight_batch.review.svg import timeline_svg
 
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES: dict[str, str | int | None] = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
 def script_json(value: Any) -> str:
@@ -66,6 +66,9 @@ def render_page(data: ReviewData) -> str:
         [[s["project"] or "(none)", s["session"], f'{s["segment"]} #{s["chunk"]}', s["route"], s["confidence"],
           s["user_bank"] or "(no id)", s["reason"]] for s in data.suggestions[:500]], {4})
     more = (f'<p class="muted">and {len(data.suggestions) - 500} more</p>' if len(data.suggestions) > 500 else "")
+    skipped = _table(["reason", "chunks"], [list(r) for r in data.skipped], {1})
+    dropped = _table(["reason", "messages"], [list(r) for r in data.dropped], {1})
+    redactions = _table(["rule", "count"], [list(r) for r in data.redactions], {1})
     payload = script_json({"run": run, "sessions": data.sessions})
     csp = (f"default-src 'none'; script-src {_hash(SCRIPT)}; style-src {_hash(STYLE)}; img-src data:; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
@@ -86,12 +89,13 @@ started {escape(str(run["started_at"]))}; <span id="total-chunks">{data.chunks}<
 <div id="timeline">{timeline_svg(data.timeline)}</div>
 <h2>What was left out</h2>
 <div class="cols">
-<div id="skipped"><h3>Chunks skipped, by reason</h3>{_table(["reason", "chunks"], [list(r) for r in data.skipped], {1})}</div>
-<div id="dropped"><h3>Messages dropped, by reason</h3>{_table(["reason", "messages"], [list(r) for r in data.dropped], {1})}</div>
-<div id="redactions"><h3>Redactions, by rule</h3>{_table(["rule", "count"], [list(r) for r in data.redactions], {1})}</div>
+<div id="skipped"><h3>Chunks skipped, by reason</h3>{skipped}</div>
+<div id="dropped"><h3>Messages dropped, by reason</h3>{dropped}</div>
+<div id="redactions"><h3>Redactions, by rule</h3>{redactions}</div>
 </div>
 <h3>User Bank suggestions (explicit-only mode: suggested, not written)</h3>
-<div id="suggestions"><p><span id="suggestion-count">{len(data.suggestions)}</span> chunk(s)</p>{suggestions}{more}</div>
+<div id="suggestions"><p><span id="suggestion-count">{len(data.suggestions)}</span> chunk(s)</p>
+{suggestions}{more}</div>
 <h2>Sessions</h2>
 <div id="filters">
 <label>project<select id="f-project"><option value="">all</option></select></label>

@@ -11,7 +11,8 @@ _MAX_WEEKS = 260  # five years of weeks; older ones are folded into the first ba
 
 
 def _weeks(first: date, last: date) -> list[date]:
-    weeks, day = [], first
+    weeks: list[date] = []
+    day = first
     while day <= last and len(weeks) < _MAX_WEEKS:
         weeks.append(day)
         day += timedelta(days=7)
