@@ -25,7 +25,8 @@ from hindsight_batch.review.assets import SCRIPT, STYLE
 from hindsight_batch.review.query import ReviewData, load_review
 from hindsight_batch.review.svg import timeline_svg
 
-_JSON_ESCAPES: dict[str, str | int | None] = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES: dict[str, str | int | None] = {
+    "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
 def script_json(value: Any) -> str:
