@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,11 +43,11 @@ def write_sessions(root: Path, chunks: int) -> int:
     sessions = -(-chunks // CHUNKS_PER_SESSION)
     for s in range(sessions):
         project = f"proj{s % 12:02d}"
-        day = 1 + s * 180 // sessions
-        stamp = f"2026-{1 + (day - 1) // 30:02d}-{1 + (day - 1) % 30:02d}T10-00-00-000Z"
+        day = (datetime(2026, 1, 1) + timedelta(days=s * 180 // sessions)).date().isoformat()  # half a year
+        stamp = f"{day}T10-00-00-000Z"
         folder = root / f"--work-{project}--"
         folder.mkdir(parents=True, exist_ok=True)
-        lines = [{"type": "session", "version": 3, "id": f"bench-{s:06d}", "timestamp": "2026-05-01T10:00:00.000Z",
+        lines = [{"type": "session", "version": 3, "id": f"bench-{s:06d}", "timestamp": f"{day}T10:00:00.000Z",
                   "cwd": f"/work/{project}"}]
         parent = None
         turns = min(CHUNKS_PER_SESSION, chunks - s * CHUNKS_PER_SESSION) * TURNS_PER_CHUNK
@@ -58,7 +59,7 @@ def write_sessions(root: Path, chunks: int) -> int:
                                                     for _ in range(36))
                 entry_id = f"{len(lines):08x}"
                 lines.append({"type": "message", "id": entry_id, "parentId": parent,
-                              "timestamp": f"2026-05-01T10:{t // 60 % 60:02d}:{t % 60:02d}.000Z",
+                              "timestamp": f"{day}T10:{t // 60 % 60:02d}:{t % 60:02d}.000Z",
                               "message": {"role": role, "content": [{"type": "text", "text": text}]}})
                 parent = entry_id
         path = folder / f"{stamp}_bench-{s:06d}.jsonl"

@@ -90,8 +90,9 @@ def test_transcript_text_cannot_break_out_of_the_data(runner: CliRunner, tmp_pat
 def test_left_out_and_user_bank_suggestions(runner: CliRunner, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     user = SessionBuilder(cwd="/work/alpha", session_id="s-user")
-    user.user("I always prefer terse answers in every project; my communication style: no emojis. "
-              "Across all my projects use British spelling.")
+    user.entry("message", timestamp="2026-05-04T09:00:00.000Z", message={"role": "user", "content": [{
+        "type": "text", "text": "I always prefer terse answers in every project; my communication style: no emojis. "
+                                "Across all my projects use British spelling."}]})
     user.write(sessions / "--work-alpha--" / "2026-05-04T10-00-00-000Z_s-user.jsonl")
     skip = SessionBuilder(cwd="/work/beta", session_id="s-skip")
     skip.user("retry the flaky test, temporary debugging of a transient error")
@@ -108,7 +109,8 @@ def test_left_out_and_user_bank_suggestions(runner: CliRunner, tmp_path: Path) -
     reason = skipped[0]["decision"]["reason"].split(" mode: ", 1)[1]
     assert f"<td>{reason}</td><td class=n>1</td>" in html
     data = page_data(page)
-    assert {s["project"]: s["start"][:10] for s in data["sessions"]} == {"alpha": "2026-05-04", "beta": "2026-05-12"}
+    # a session's date is its first entry's (the file name's where no entry has one)
+    assert {s["project"]: s["start"][:10] for s in data["sessions"]} == {"alpha": "2026-05-04", "beta": "2026-05-01"}
 
 
 def test_review_errors_and_default_run(runner: CliRunner, tmp_path: Path, monkeypatch: Any) -> None:
@@ -129,3 +131,12 @@ def test_review_errors_and_default_run(runner: CliRunner, tmp_path: Path, monkey
     assert result.exit_code == 0
     written = Path(json.loads(result.stdout)["review"])
     assert written.name.startswith("review-") and len(page_data(tmp_path / written)["sessions"]) == 1
+
+
+def test_a_file_name_that_is_no_date_is_no_date(runner: CliRunner, tmp_path: Path) -> None:
+    b = SessionBuilder(session_id="s-feb")
+    b.user("first question about the parser")
+    b.lines[1:] = [b.lines[1].replace('"timestamp":"2026-05-01T10:00:01.000Z",', "")]  # no entry date either
+    path = b.write(tmp_path / "s" / "2026-02-30T10-00-00-000Z_s-feb.jsonl")
+    page, _, _ = import_and_review(runner, tmp_path, str(path))
+    assert page_data(page)["sessions"][0]["start"] is None

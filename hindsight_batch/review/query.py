@@ -21,13 +21,18 @@ def _v1_shim(db: duckdb.DuckDBPyConnection) -> None:
 
     Today's ``manifest`` keeps each row as JSON text in ``"row"``; this maps it to the contract's columns. Fields
     the v1 row does not have are derived: ``project`` from the row's ``project:`` tag, else the basename of its
-    ``cwd:`` tag; ``started_at``/``ended_at`` from the timestamp in pi's session file name (when the session
-    started; NULL when the name has none); ``skip_reason`` from the decision's reason for a chunk nothing writes.
+    ``cwd:`` tag; ``started_at``/``ended_at`` from the first and last record timestamps in the kept content
+    (``--include-content``), else ``started_at`` from pi's session file name (when the session started; NULL when
+    the name has none); ``skip_reason`` from the decision's reason for a chunk nothing writes.
     """
     db.execute(r"""
         CREATE OR REPLACE TEMP VIEW review_rows AS
         WITH j AS (SELECT run_id, "row" AS r,
-                          CAST(json_extract("row", '$.tags') AS VARCHAR[]) AS tags FROM manifest)
+                          CAST(json_extract("row", '$.tags') AS VARCHAR[]) AS tags,
+                          -- pi's record timestamps (ISO-8601, UTC) in the kept content, first and last
+                          regexp_extract_all("row"->>'content', '"timestamp":"(\d{4}-\d\d-\d\dT[^"]+)"', 1)
+                              AS stamps
+                   FROM manifest)
         SELECT run_id,
                r->>'source_file' AS source_file, r->>'session_id' AS session_id, r->>'leaf' AS leaf,
                r->>'segment' AS segment, CAST(r->>'chunk_index' AS INTEGER) AS chunk_index,
@@ -39,9 +44,10 @@ def _v1_shim(db: duckdb.DuckDBPyConnection) -> None:
                                                lambda t: t[9:]), 1),
                    regexp_extract(list_extract(list_filter(tags, lambda t: starts_with(t, 'cwd:')), 1),
                                   '([^/]+)/*$', 1)) AS project,
-               strptime(nullif(regexp_extract(r->>'source_file', '(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)[^/]*$', 1), ''),
-                        '%Y-%m-%dT%H-%M-%S') AS started_at,
-               CAST(NULL AS TIMESTAMP) AS ended_at,
+               coalesce(TRY_CAST(substr(stamps[1], 1, 19) AS TIMESTAMP),
+                        try_strptime(nullif(regexp_extract(r->>'source_file', '(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)[^/]*$',
+                                                       1), ''), '%Y-%m-%dT%H-%M-%S')) AS started_at,
+               TRY_CAST(substr(stamps[-1], 1, 19) AS TIMESTAMP) AS ended_at,
                r->>'$.decision.route' AS route, CAST(r->>'$.decision.confidence' AS DOUBLE) AS confidence,
                r->>'$.decision.reason' AS reason,
                CASE WHEN r->>'status' IN ('skipped', 'not-written')
