@@ -29,9 +29,16 @@ def import_and_review(runner: CliRunner, tmp_path: Path, *paths: str) -> tuple[P
 
 
 def page_data(page: Path) -> dict[str, Any]:
-    found = DATA_BLOCK.findall(page.read_text(encoding="utf-8"))
+    """The page's data: the session index, each session with its chunks from the session's own block."""
+    html = page.read_text(encoding="utf-8")
+    found = DATA_BLOCK.findall(html)
     assert len(found) == 1
     data: dict[str, Any] = json.loads(found[0])
+    for session in data["sessions"]:
+        block = re.search(rf'<script type="application/json" id="chunks-{session["k"]}">(.*?)</script>', html, re.S)
+        assert block is not None
+        session["chunks"] = json.loads(block.group(1))
+        assert len(session["chunks"]) == session["n"]
     return data
 
 
@@ -79,7 +86,7 @@ def test_transcript_text_cannot_break_out_of_the_data(runner: CliRunner, tmp_pat
     page, _, _ = import_and_review(runner, tmp_path, str(path))
     html = page.read_text(encoding="utf-8")
     assert "<img" not in html and "<b>bold" not in html and "<!--" not in html
-    assert html.count("</script>") == 2  # the data block's and the script's own
+    assert html.count("</script>") == 3  # the index's, the session's chunks' and the script's own
     assert "\u2028" not in html and "\u2029" not in html
     data = page_data(page)
     content = data["sessions"][0]["chunks"][0]["content"]

@@ -2,8 +2,8 @@
 
 The script never puts data into ``innerHTML``: every value from the ledger (transcript text, file names, tags,
 reasons) goes in through ``textContent`` or ``createTextNode``. Sessions are listed a page at a time and a
-session's chunks are built only when it is opened, a chunk's text only when the chunk is opened: the page stays
-quick with tens of thousands of chunks.
+session's chunks (a JSON block of their own) are parsed and built only when it is opened, a chunk's text only
+when the chunk is opened: the page stays quick with tens of thousands of chunks.
 """
 
 STYLE = """
@@ -30,6 +30,8 @@ SCRIPT = r"""
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("review-data").textContent);
+  // A session's chunks are a JSON block of their own, parsed only when the session is opened.
+  function chunksOf(s) { return JSON.parse(document.getElementById("chunks-" + s.k).textContent); }
   var PAGE = 50, page = 0, shown = [];
   var MARK = /\[REDACTED:[A-Za-z0-9_.:-]+\]/g;
   function el(tag, cls, text) {
@@ -104,14 +106,14 @@ SCRIPT = r"""
     var box = el("div", "session");
     box.dataset.session = s.id;
     var head = el("button", "session-head", (s.start ? s.start.slice(0, 16).replace("T", " ") + "  " : "") +
-      (s.project === null ? "(no project)" : s.project) + "  \u00b7  " + s.chunks.length + " chunk(s), " +
+      (s.project === null ? "(no project)" : s.project) + "  \u00b7  " + s.n + " chunk(s), " +
       s.bytes + " bytes  \u00b7  " + (s.banks.join(", ") || "no bank") + "  \u00b7  " + s.file);
     box.appendChild(head);
     var list = null;
     head.addEventListener("click", function () {
       if (list) { list.hidden = !list.hidden; return; }
       list = el("div", "chunks");
-      s.chunks.forEach(function (c) { list.appendChild(chunkView(c)); });
+      chunksOf(s).forEach(function (c) { list.appendChild(chunkView(c)); });
       box.appendChild(list);
     });
     return box;
@@ -124,7 +126,7 @@ SCRIPT = r"""
     root.replaceChildren();
     shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (s) { root.appendChild(sessionView(s)); });
     var chunks = 0;
-    shown.forEach(function (s) { chunks += s.chunks.length; });
+    shown.forEach(function (s) { chunks += s.n; });
     count.textContent = shown.length + " session(s), " + chunks + " chunk(s); page " + (page + 1) + " of " + pages;
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;

@@ -70,7 +70,12 @@ def render_page(data: ReviewData) -> str:
     skipped = _table(["reason", "chunks"], [list(r) for r in data.skipped], {1})
     dropped = _table(["reason", "messages"], [list(r) for r in data.dropped], {1})
     redactions = _table(["rule", "count"], [list(r) for r in data.redactions], {1})
-    payload = script_json({"run": run, "sessions": data.sessions})
+    index, blocks = [], []
+    for k, session in enumerate(data.sessions):
+        index.append({**{key: value for key, value in session.items() if key != "chunks"}, "n": len(session["chunks"]),
+                      "k": k})
+        blocks.append(f'<script type="application/json" id="chunks-{k}">{script_json(session["chunks"])}</script>\n')
+    payload = script_json({"run": run, "sessions": index})
     csp = (f"default-src 'none'; script-src {_hash(SCRIPT)}; style-src {_hash(STYLE)}; img-src data:; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
     return f"""<!DOCTYPE html>
@@ -109,7 +114,7 @@ started {escape(str(run["started_at"]))}; <span id="total-chunks">{data.chunks}<
 <div id="pager"><button id="prev" type="button">previous</button><button id="next" type="button">next</button></div>
 <div id="sessions"></div>
 <script type="application/json" id="review-data">{payload}</script>
-<script>{SCRIPT}</script>
+{"".join(blocks)}<script>{SCRIPT}</script>
 </body></html>
 """
 

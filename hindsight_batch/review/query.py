@@ -27,46 +27,48 @@ def _v1_shim(db: duckdb.DuckDBPyConnection) -> None:
     """
     db.execute(r"""
         CREATE OR REPLACE TEMP VIEW review_rows AS
-        WITH j AS (SELECT run_id, "row" AS r,
-                          CAST(json_extract("row", '$.tags') AS VARCHAR[]) AS tags,
-                          -- pi's record timestamps (ISO-8601, UTC) in the kept content, first and last
-                          regexp_extract_all("row"->>'content', '"timestamp":"(\d{4}-\d\d-\d\dT[^"]+)"', 1)
-                              AS stamps
-                   FROM manifest)
-        SELECT run_id,
-               r->>'source_file' AS source_file, r->>'session_id' AS session_id, r->>'leaf' AS leaf,
-               r->>'segment' AS segment, CAST(r->>'chunk_index' AS INTEGER) AS chunk_index,
-               r->>'first_entry_id' AS first_entry_id, r->>'last_entry_id' AS last_entry_id,
-               CAST(r->>'turns' AS INTEGER) AS turns, r->>'document_id' AS document_id,
-               r->>'bank_role' AS bank_role, r->>'bank_id' AS bank_id,
+        WITH p AS (  -- each row's JSON parsed once
+            SELECT run_id, json_transform("row", '{
+                "source_file": "VARCHAR", "session_id": "VARCHAR", "leaf": "VARCHAR", "segment": "VARCHAR",
+                "chunk_index": "INTEGER", "first_entry_id": "VARCHAR", "last_entry_id": "VARCHAR",
+                "turns": "INTEGER", "document_id": "VARCHAR", "bank_role": "VARCHAR", "bank_id": "VARCHAR",
+                "decision": {"route": "VARCHAR", "confidence": "DOUBLE", "reason": "VARCHAR", "strategy": "VARCHAR",
+                             "mode": "VARCHAR"},
+                "tags": ["VARCHAR"], "content_sha256": "VARCHAR", "item_sha256": "VARCHAR", "bytes": "BIGINT",
+                "messages_kept": "INTEGER", "messages_dropped": "MAP(VARCHAR, INTEGER)",
+                "blocks_removed": "MAP(VARCHAR, INTEGER)", "redactions": "MAP(VARCHAR, INTEGER)",
+                "fingerprints": ["VARCHAR"], "status": "VARCHAR", "content": "VARCHAR"}') AS r,
+                   CAST(json_extract("row", '$.decision') AS VARCHAR) AS decision,
+                   CAST(json_extract("row", '$.observation_scopes') AS VARCHAR) AS observation_scopes
+            FROM manifest),
+        j AS (SELECT *, r.tags AS tags,
+                     -- pi's record timestamps (ISO-8601, UTC) in the kept content, first and last
+                     regexp_extract_all(r.content, '"timestamp":"(\d{4}-\d\d-\d\dT[^"]+)"', 1) AS stamps
+              FROM p)
+        SELECT run_id, r.source_file, r.session_id, r.leaf, r.segment, r.chunk_index, r.first_entry_id,
+               r.last_entry_id, r.turns, r.document_id, r.bank_role, r.bank_id,
                coalesce(
                    list_extract(list_transform(list_filter(tags, lambda t: starts_with(t, 'project:')),
                                                lambda t: t[9:]), 1),
                    regexp_extract(list_extract(list_filter(tags, lambda t: starts_with(t, 'cwd:')), 1),
                                   '([^/]+)/*$', 1)) AS project,
                coalesce(TRY_CAST(substr(stamps[1], 1, 19) AS TIMESTAMP),
-                        try_strptime(nullif(regexp_extract(r->>'source_file', '(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)[^/]*$',
-                                                       1), ''), '%Y-%m-%dT%H-%M-%S')) AS started_at,
+                        try_strptime(nullif(regexp_extract(r.source_file, '(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)[^/]*$',
+                                                           1), ''), '%Y-%m-%dT%H-%M-%S')) AS started_at,
                TRY_CAST(substr(stamps[-1], 1, 19) AS TIMESTAMP) AS ended_at,
-               r->>'$.decision.route' AS route, CAST(r->>'$.decision.confidence' AS DOUBLE) AS confidence,
-               r->>'$.decision.reason' AS reason,
-               CASE WHEN r->>'status' IN ('skipped', 'not-written')
-                    THEN split_part(r->>'$.decision.reason', ' mode: ', -1) END AS skip_reason,
-               r->>'$.decision.strategy' AS strategy, r->>'$.decision.mode' AS mode,
-               CAST(json_extract(r, '$.decision') AS VARCHAR) AS decision, tags,
-               CAST(json_extract(r, '$.observation_scopes') AS VARCHAR) AS observation_scopes,
-               r->>'content_sha256' AS content_sha256, r->>'item_sha256' AS item_sha256,
-               CAST(r->>'bytes' AS BIGINT) AS bytes, CAST(r->>'messages_kept' AS INTEGER) AS messages_kept,
-               CAST(json_extract(r, '$.messages_dropped') AS MAP(VARCHAR, INTEGER)) AS messages_dropped,
-               CAST(json_extract(r, '$.blocks_removed') AS MAP(VARCHAR, INTEGER)) AS blocks_removed,
-               CAST(json_extract(r, '$.redactions') AS MAP(VARCHAR, INTEGER)) AS redactions,
-               CAST(json_extract(r, '$.fingerprints') AS VARCHAR[]) AS fingerprints,
-               r->>'status' AS status, r->>'content' AS content
+               r.decision.route AS route, r.decision.confidence AS confidence, r.decision.reason AS reason,
+               CASE WHEN r.status IN ('skipped', 'not-written')
+                    THEN split_part(r.decision.reason, ' mode: ', -1) END AS skip_reason,
+               r.decision.strategy AS strategy, r.decision.mode AS mode, decision, tags, observation_scopes,
+               r.content_sha256, r.item_sha256, r.bytes, r.messages_kept, r.messages_dropped, r.blocks_removed,
+               r.redactions, r.fingerprints, r.status, r.content
         FROM j
     """)
 
 
-# One row per chunk of the chosen run (a chunk written to two banks has two manifest rows).
+# The chosen run's rows, read once (the view may compute its columns), and one row per chunk (a chunk written to
+# two banks has two manifest rows).
+_RUN_ROWS = "CREATE OR REPLACE TEMP TABLE review_run AS SELECT * FROM review_rows WHERE run_id = ?"
 _CHUNKS = """
     CREATE OR REPLACE TEMP TABLE review_chunks AS
     SELECT source_file, segment, chunk_index,
@@ -79,7 +81,7 @@ _CHUNKS = """
            list_sort(list_distinct(list(bank_id))) AS banks,
            any_value(messages_dropped) AS messages_dropped, any_value(redactions) AS redactions,
            any_value(content) AS content
-    FROM review_rows WHERE run_id = ?
+    FROM review_run
     GROUP BY source_file, segment, chunk_index
 """
 
@@ -106,8 +108,8 @@ def _iso(value: Any) -> str | None:
 def _pick_run(db: duckdb.DuckDBPyConnection, run_id: str | None) -> dict[str, Any]:
     if run_id is None:
         # The latest run that planned something: a re-run over unchanged files reads nothing and has no rows.
-        found = db.execute("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM review_rows m WHERE "
-                           "m.run_id = r.run_id) ORDER BY r.started_at DESC LIMIT 1").fetchone()
+        found = db.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM review_rows) "
+                           "ORDER BY started_at DESC LIMIT 1").fetchone()
         if not found:
             raise UsageError("the ledger holds no planned chunks yet: run 'hindsight-batch import' first")
         run_id = str(found[0])
@@ -130,7 +132,8 @@ def _counts(db: duckdb.DuckDBPyConnection, column: str) -> list[tuple[str, int]]
 def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> ReviewData:
     _v1_shim(db)
     run = _pick_run(db, run_id)
-    db.execute(_CHUNKS, [run["run_id"]])
+    db.execute(_RUN_ROWS, [run["run_id"]])
+    db.execute(_CHUNKS)
     data = ReviewData(run=run)
     data.chunks = int((db.execute("SELECT count(*) FROM review_chunks").fetchone() or (0,))[0])
     data.destinations = [
@@ -138,14 +141,14 @@ def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> Rev
          "first": _iso(r[5]), "last": _iso(r[6])}
         for r in db.execute(
             "SELECT bank_id, project, count(DISTINCT session_id), count(DISTINCT (source_file, segment, chunk_index)),"
-            " sum(bytes), min(started_at), max(coalesce(ended_at, started_at)) FROM review_rows "
-            "WHERE run_id = ? AND bank_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2", [run["run_id"]]).fetchall()]
+            " sum(bytes), min(started_at), max(coalesce(ended_at, started_at)) FROM review_run "
+            "WHERE bank_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2").fetchall()]
     data.timeline = [
         (str(r[0]), str(r[1].date()), int(r[2]))
         for r in db.execute(
             "SELECT bank_id, date_trunc('week', started_at) AS week, count(DISTINCT (source_file, segment, "
-            "chunk_index)) FROM review_rows WHERE run_id = ? AND bank_id IS NOT NULL AND started_at IS NOT NULL "
-            "GROUP BY 1, 2 ORDER BY 1, 2", [run["run_id"]]).fetchall()]
+            "chunk_index)) FROM review_run WHERE bank_id IS NOT NULL AND started_at IS NOT NULL "
+            "GROUP BY 1, 2 ORDER BY 1, 2").fetchall()]
     data.skipped = [(str(r[0]), int(r[1])) for r in db.execute(
         "SELECT coalesce(skip_reason, status), count(*) FROM review_chunks WHERE status IN ('skipped', "
         "'not-written') OR skip_reason IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()]
