@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from click.testing import CliRunner
 
+from hindsight_batch.review import write_review
 from tests.conftest import SAMPLES, SessionBuilder, invoke, seeded
 
 HOSTILE = "</script><img src=x onerror=alert(1)><!-- \u2028\u2029 &amp; <b>bold</b>"
@@ -22,6 +25,8 @@ def import_and_review(runner: CliRunner, tmp_path: Path, *paths: str) -> tuple[P
     result = invoke(runner, "import", *paths, "--include-content", "--state", str(state), "--manifest",
                     str(manifest), "--live-retained", "include", "-q")
     assert result.exit_code == 0, result.output
+    page.write_text("an older page, readable by all")
+    page.chmod(0o644)  # replaced by a private one
     result = invoke(runner, "review", "--state", str(state), "-o", str(page))
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").split("\n") if line]  # U+2028 too
@@ -133,6 +138,9 @@ def test_review_errors_and_default_run(runner: CliRunner, tmp_path: Path, monkey
                       "-q").exit_code == 0
     result = invoke(runner, "review", "--state", str(state), "--run", "nope", "-o", str(tmp_path / "p.html"))
     assert result.exit_code == 2 and "--run nope" in result.stderr
+    result = invoke(runner, "review", "--state", str(state), "-o", str(tmp_path / "missing" / "p.html"))
+    assert result.exit_code == 2 and "-o " in result.stderr and "missing" in result.stderr
+    assert not (tmp_path / "missing").exists()
     monkeypatch.chdir(tmp_path)
     result = invoke(runner, "review", "--state", str(state), "--json")
     assert result.exit_code == 0
@@ -147,3 +155,16 @@ def test_a_file_name_that_is_no_date_is_no_date(runner: CliRunner, tmp_path: Pat
     path = b.write(tmp_path / "s" / "2026-02-30T10-00-00-000Z_s-feb.jsonl")
     page, _, _ = import_and_review(runner, tmp_path, str(path))
     assert page_data(page)["sessions"][0]["start"] is None
+
+
+def test_library_call_writes_a_private_page_whatever_the_umask(runner: CliRunner, tmp_path: Path) -> None:
+    page, _, _ = import_and_review(runner, tmp_path, str(SAMPLES))
+    again = tmp_path / "again.html"
+    old = os.umask(0o022)
+    try:
+        with duckdb.connect(str(tmp_path / "state" / "ledger.duckdb"), read_only=True) as db:
+            assert write_review(db, again) == again
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(again.stat().st_mode) == 0o600
+    assert len(page_data(again)["sessions"]) == len(page_data(page)["sessions"])
