@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 from html import escape
 from pathlib import Path
@@ -19,20 +18,24 @@ from typing import Any
 
 import duckdb
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.errors import UsageError
 from hindsight_batch.fsutil import open_private
 from hindsight_batch.review.assets import SCRIPT, STYLE
 from hindsight_batch.review.query import ReviewData, load_review
 from hindsight_batch.review.svg import timeline_svg
 
-_JSON_ESCAPES: dict[str, str | int | None] = {
-    "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+# Written as \uXXXX escapes (what JSON.parse reads back) so that no string can end the block or open a tag.
+_JSON_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+                 ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
 
 
 def script_json(value: Any) -> str:
     """JSON safe inside a ``<script type="application/json">`` element, whatever strings it holds."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text.translate(str.maketrans(_JSON_ESCAPES))
+    data = jsoncodec.dumps(value)
+    for raw, escaped in _JSON_ESCAPES:  # one fast bytes pass each (str.translate was 4 s for a 100 MB page)
+        data = data.replace(raw, escaped)
+    return data.decode("utf-8")
 
 
 def _hash(source: str) -> str:
