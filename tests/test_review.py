@@ -55,6 +55,10 @@ def test_samples_page_matches_the_manifest(runner: CliRunner, tmp_path: Path) ->
     chunks = {(r["source_file"], r["segment"], r["chunk_index"]): r for r in rows}
     shown = {(s["file"], c["seg"], c["i"]): c for s in data["sessions"] for c in s["chunks"]}
     assert shown.keys() == chunks.keys()
+    for session in data["sessions"]:  # in order: a session's chunks, and sessions by start (undated last)
+        assert [c["i"] for c in session["chunks"]] == sorted(c["i"] for c in session["chunks"])
+    starts = [s["start"] or "~" for s in data["sessions"]]
+    assert starts == sorted(starts) and any(c["i"] == 3 for s in data["sessions"] for c in s["chunks"])
     for key, chunk in shown.items():
         row = chunks[key]
         assert (chunk["first"], chunk["last"], chunk["route"], chunk["reason"], chunk["conf"], chunk["content"]) == (

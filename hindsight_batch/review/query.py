@@ -171,10 +171,13 @@ def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> Rev
 
 def _sessions(db: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every session with its chunks (compact keys: the page holds thousands)."""
+    # Sessions by when they started (undated ones last); a session's chunks in order, its main branch first.
     rows = db.execute(
-        "SELECT session_id, source_file, segment, chunk_index, project, started_at, ended_at, first_entry_id, "
+        "SELECT session_id, source_file, segment, chunk_index, project, "
+        "min(started_at) OVER w, max(coalesce(ended_at, started_at)) OVER w, first_entry_id, "
         "last_entry_id, route, confidence, reason, skip_reason, tags, bytes, status, banks, redactions, content "
-        "FROM review_chunks ORDER BY started_at NULLS LAST, source_file, segment, chunk_index").fetchall()
+        "FROM review_chunks WINDOW w AS (PARTITION BY source_file) "
+        "ORDER BY 6 NULLS LAST, source_file, segment <> 'main', segment, chunk_index").fetchall()
     sessions: dict[str, dict[str, Any]] = {}
     for (session, source, segment, index, project, started, ended, first, last, route, confidence, reason, skip,
          tags, size, status, banks, redactions, content) in rows:
@@ -183,7 +186,6 @@ def _sessions(db: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
             s = sessions[source] = {"id": session, "file": source, "project": project, "start": _iso(started),
                                     "end": _iso(ended), "banks": [], "routes": [], "bytes": 0, "chunks": []}
         s["bytes"] += int(size or 0)
-        s["end"] = _iso(ended) or s["end"]
         for bank in banks:
             if bank is not None and bank not in s["banks"]:
                 s["banks"].append(bank)
