@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Iterator
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,8 @@ def _range(first: str | None, last: str | None) -> str:
     return first[:10] if last is None or last[:10] == first[:10] else f"{first[:10]} … {last[:10]}"
 
 
-def render_page(data: ReviewData) -> str:
+def render_page(data: ReviewData) -> Iterator[str]:
+    """The page in parts, to be written one after the other (a page with text is about 10 MB per 1,000 chunks)."""
     run = data.run
     dest = _table(["bank", "project", "sessions", "chunks", "bytes", "dates"],
                   [[d["bank"], d["project"] or "(none)", d["sessions"], d["chunks"], d["bytes"],
@@ -73,15 +75,12 @@ def render_page(data: ReviewData) -> str:
     skipped = _table(["reason", "chunks"], [list(r) for r in data.skipped], {1})
     dropped = _table(["reason", "messages"], [list(r) for r in data.dropped], {1})
     redactions = _table(["rule", "count"], [list(r) for r in data.redactions], {1})
-    index, blocks = [], []
-    for k, session in enumerate(data.sessions):
-        index.append({**{key: value for key, value in session.items() if key != "chunks"}, "n": len(session["chunks"]),
-                      "k": k})
-        blocks.append(f'<script type="application/json" id="chunks-{k}">{script_json(session["chunks"])}</script>\n')
+    index = [{**{key: value for key, value in session.items() if key != "chunks"}, "n": len(session["chunks"]),
+              "k": k} for k, session in enumerate(data.sessions)]
     payload = script_json({"run": run, "sessions": index})
     csp = (f"default-src 'none'; script-src {_hash(SCRIPT)}; style-src {_hash(STYLE)}; img-src data:; "
            "connect-src 'none'; form-action 'none'; base-uri 'none'")
-    return f"""<!DOCTYPE html>
+    yield f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{escape(csp)}">
 <meta name="referrer" content="no-referrer">
@@ -117,7 +116,10 @@ started {escape(str(run["started_at"]))}; <span id="total-chunks">{data.chunks}<
 <div id="pager"><button id="prev" type="button">previous</button><button id="next" type="button">next</button></div>
 <div id="sessions"></div>
 <script type="application/json" id="review-data">{payload}</script>
-{"".join(blocks)}<script>{SCRIPT}</script>
+"""
+    for k, session in enumerate(data.sessions):
+        yield f'<script type="application/json" id="chunks-{k}">{script_json(session["chunks"])}</script>\n'
+    yield f"""<script>{SCRIPT}</script>
 </body></html>
 """
 
@@ -130,13 +132,12 @@ def write_review(db: duckdb.DuckDBPyConnection, output: Path | None = None, run_
     """Write the review page of ``run_id`` (default: the latest run that planned chunks) to ``output`` (default
     ``review-<run>.html`` here), mode 0600, replacing it whole (a reader never sees half a page)."""
     data = load_review(db, run_id)
-    page = render_page(data)
     path = output if output is not None else default_output(data.run["run_id"])
     target = Path(os.path.realpath(path))
     temp = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         with open_private(temp, "w", encoding="utf-8") as out:
-            out.write(page)
+            out.writelines(render_page(data))
         os.replace(temp, target)
     except OSError as exc:
         raise UsageError(f"-o {path}: cannot write it: {exc.strerror or type(exc).__name__}") from None
