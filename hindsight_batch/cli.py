@@ -936,7 +936,7 @@ def main() -> None:
 @handle_errors
 def review_command(run_id: str | None, output: Path | None, state_dir: Path | None, config_file: Path | None,
                    as_json: bool, quiet: bool) -> None:
-    """Write one self-contained HTML page (mode 0600; no network when opened) to look at a run before sending
+    """Write one self-contained HTML page (mode 0600; it makes no request when opened) to look at a run before sending
     it: where each project's chunks go, what was left out and redacted (counts only), User Bank suggestions, and
     every session with its chunks (their text where the import kept it with --include-content).
 
