@@ -283,3 +283,14 @@ def preview_route(text: str, *, context: str | None = None, cwd: Path | None = N
         base_tags=base_tags(scope, settings),
     )
     return decision
+
+
+def write_review_page(run_id: str | None = None, output: Path | None = None, *,
+                      state_dir: Path | None = None) -> Path:
+    """Write the review page of ``run_id`` (default: the latest run that planned chunks) to ``output`` (default
+    ``review-<run>.html`` in the current folder), mode 0600; returns its path (see :mod:`hindsight_batch.review`)."""
+    from hindsight_batch.review import write_review
+    from hindsight_batch.state import open_ledger
+
+    with open_ledger(state_dir) as ledger:
+        return write_review(ledger.db, output, run_id)

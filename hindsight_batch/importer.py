@@ -360,7 +360,7 @@ class Importer:
         self.accounting.rows(rows)
         if self.uploader is not None:
             self._send(plan, sizes)
-        self._pending_rows += [replace(row, content=None) if row.content is not None else row for row in rows]
+        self._pending_rows += rows  # with --include-content the (redacted) text too: review shows it
         self._pending_sources.append(SourceRecord(str(job.path), job.size, job.mtime_ns, job.header.id, job.shape,
                                                   self.summary.run_id))
         if len(self._pending_sources) >= 200 or len(self._pending_rows) >= 2000:

@@ -4,6 +4,6 @@ one command group; it parses options, calls the library and prints (masked, thro
 from hindsight_batch.cli.app import cli, echo, echo_err, handle_errors, main
 
 # Importing the command modules registers their commands on the group.
-from hindsight_batch.cli import flush, importing, prune, report, route, status  # noqa: F401  # isort: skip
+from hindsight_batch.cli import flush, importing, prune, report, review, route, status  # noqa: F401  # isort: skip
 
 __all__ = ["cli", "echo", "echo_err", "handle_errors", "main"]
