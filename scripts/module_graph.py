@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Stages in pipeline order; importing a module of a later stage is a layering violation.
 STAGES: list[tuple[str, set[str]]] = [
     ("base", {"errors", "jsoncodec", "textscan", "masking", "fsutil", "config", "poll", "polling", "types",
-              "settings", "rows"}),  # rows: the typed row planning makes and the sinks read
+              "settings"}),
     ("read", {"session", "sources", "catchup"}),  # catchup reads session modes and retain cursors
     ("shape", {"retention", "redaction"}),
-    ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline"}),
+    ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline", "rows"}),  # rows: what planning makes
     ("sinks", {"sinks", "queue", "client", "state"}),
     ("orchestration", {"importer", "live", "workers", "report", "verify", "forget", "prune", "review",
                        "library", "api", "status", "accounting", "duplicates", "scheduling"}),
