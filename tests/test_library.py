@@ -132,3 +132,20 @@ def test_status_shows_the_ledger_totals_and_every_projects_queue(runner: CliRunn
     assert (ledger["exists"], ledger["runs"], ledger["sources"]) == (True, 1, SAMPLE_FILES - 1)
     text = invoke(runner, "status", "--state", str(state)).output
     assert f"queue: {queue}: 2 job(s), 1 dead-lettered" in text and '"runs": 1' in text
+
+
+def test_the_readme_library_example_runs_as_written(
+    isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's "Using it as a library" example, taken from the README itself, run in a folder holding a copy
+    of samples/: it plans the sessions and writes plan.jsonl (a dry run; nothing else is set up)."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Using it as a library"):]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start:section.index("```", start)]
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})  # the README's own example
+    sessions, chunks = (int(n) for n in capsys.readouterr().out.split())
+    rows = read_manifest(tmp_path / "plan.jsonl")
+    assert (sessions, chunks) == (SAMPLE_SESSIONS, len(rows)) and chunks > 0
