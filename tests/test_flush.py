@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from hindsight_batch.config.model import Upload
 from hindsight_batch.errors import BusyError
-from hindsight_batch.queue.flush import QueueFlusher
+from hindsight_batch.queue.flush import MAX_WAIT_SECONDS, QueueFlusher
 from hindsight_batch.queue.store import QueueLock, read_queue
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.sinks.hindsight import HindsightClient
@@ -281,3 +281,30 @@ def test_memory_spliced_into_the_middle_of_queued_text_is_dead_lettered_never_se
     dead = [json.loads(line) for line in (queue.parent / "retain-queue.dead.jsonl").read_text().splitlines()]
     assert len(dead) == 3 and all("S1" in json.dumps(record) for record in dead)
     assert read_queue(queue).jobs == []
+
+
+def test_a_server_that_never_finishes_processing_does_not_hang_flush(tmp_path: Path) -> None:
+    """Two jobs for one document go in order: the second waits for the first's request. A server that answers
+    "processing" for ever ends the wait after MAX_WAIT_SECONDS (no --max-seconds given); the second job stays
+    queued for the next flush, in its place."""
+    queue = write_queue(project_queue(tmp_path), [job("b", "d1", "one"), job("b", "d1", "two")])
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # the operation's status
+            return httpx.Response(200, json={"status": "processing"})
+        body = json.loads(request.content)
+        sent.extend(item["content"] for item in body["items"])
+        return httpx.Response(200, json={"operation_id": body["operation_id"]})
+
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        assert now[0] <= MAX_WAIT_SECONDS + 10, "flush kept waiting past its bound"
+        now[0] += seconds
+
+    client = HindsightClient("http://127.0.0.1:9", transport=httpx.MockTransport(handler), max_attempts=1)
+    report = QueueFlusher(client, Redactor(b"k"), Upload(), clock=lambda: now[0], sleep=sleep).flush(queue)
+    assert sent == ["one"] and report.sent == 1 and report.stopped_early and report.left == 1
+    assert MAX_WAIT_SECONDS <= now[0] < MAX_WAIT_SECONDS + 5
+    assert [j.item["content"] for j in read_queue(queue).jobs] == ["two"]

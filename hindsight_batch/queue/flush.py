@@ -41,6 +41,9 @@ from hindsight_batch.sinks.upload import TERMINAL, operation_id
 
 FLUSH_NAMESPACE = uuid.UUID("8b0f2d1e-39a4-4c51-9e27-5a6f0c3d2b18")
 FLUSH_POLL = Backoff(first=0.2, factor=1.5, cap=3.0)  # waiting for a document's earlier request to be processed
+# The longest flush waits for one such request, without --max-seconds: a server that says "processing" for ever
+# must not hang a cron job; the jobs stay queued for the next flush.
+MAX_WAIT_SECONDS = 600.0
 
 
 @dataclass
@@ -211,7 +214,9 @@ class QueueFlusher:
                 break
             batch = self._next_batch(work, sent_docs, alone)
             if not batch:  # the head job's document is still being processed: wait, then go on in order
-                self._wait(open_ops)
+                if not self._wait(open_ops):
+                    report.stopped_early = True  # still processing: the rest waits in the queue for the next flush
+                    break
                 open_ops.clear()
                 sent_docs.clear()
                 continue
@@ -264,7 +269,9 @@ class QueueFlusher:
                 docs.add(doc)
         return batch
 
-    def _wait(self, operations: list[tuple[str, str]]) -> None:
+    def _wait(self, operations: list[tuple[str, str]]) -> bool:
+        """Wait until the server has processed ``operations``; False when it has not by the deadline (or, without
+        one, within :data:`MAX_WAIT_SECONDS`)."""
         client = self._client
         assert client is not None
         pending = list(operations)
@@ -274,7 +281,9 @@ class QueueFlusher:
                           if client.operation(bank, op).get("status") not in TERMINAL]
             return not pending
 
-        poll(processed, FLUSH_POLL, deadline=self._deadline, clock=self._clock, sleep=self._sleep)
+        limit = self._clock() + MAX_WAIT_SECONDS
+        deadline = limit if self._deadline is None else min(self._deadline, limit)
+        return poll(processed, FLUSH_POLL, deadline=deadline, clock=self._clock, sleep=self._sleep)
 
     def _failed(self, path: Path, in_file: list[Job], batch: list[Job], error: str,
                 report: FlushReport) -> list[Job]:
