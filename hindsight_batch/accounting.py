@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.errors import failure_reason, without_surrogates
+from hindsight_batch.errors import without_surrogates
+from hindsight_batch.redaction.messages import failure_reason
 
 if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hindsight_batch.redaction.redactor import Redactor
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -60,7 +55,6 @@ class Terminated(BaseException):
     and it is a BaseException so that the ``except Exception`` guards isolating one file never swallow it."""
 
 
-_MAX_REASON = 300
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # an escape: mypyc takes no surrogate in a literal
 
 
@@ -68,33 +62,3 @@ def without_surrogates(text: str) -> tuple[str, int]:
     """``text`` with each lone surrogate (which no UTF-8 file or request can hold) replaced by U+FFFD, and how
     many there were."""
     return LONE_SURROGATE.subn("\ufffd", text)
-
-
-def failure_reason(exc: BaseException) -> str:
-    """One line saying what went wrong, for summaries, the ledger and the terminal: never a traceback."""
-    if isinstance(exc, OSError) and exc.strerror:
-        text = exc.strerror  # "Permission denied": the file is named beside the reason
-    elif isinstance(exc, HindsightBatchError):
-        text = str(exc)
-    else:
-        message = str(exc)
-        text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-    return redact_message(text)
-
-
-def redact_message(text: str) -> str:
-    """``text`` on one line, cut short, lone surrogates replaced, and every secret the project's redactor finds
-    replaced by its marker: an exception may quote the data it choked on."""
-    from hindsight_batch.redaction.redactor import Findings
-
-    one_line = " ".join(text.split())
-    if len(one_line) > _MAX_REASON:
-        one_line = one_line[:_MAX_REASON] + "…"
-    return _redactor().redact_text(without_surrogates(one_line)[0], Findings())
-
-
-@functools.cache
-def _redactor() -> Redactor:
-    from hindsight_batch.redaction.redactor import Redactor
-
-    return Redactor()

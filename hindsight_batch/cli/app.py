@@ -24,7 +24,6 @@ from hindsight_batch.errors import (
     EXIT_SIGTERM,
     HindsightBatchError,
     Terminated,
-    failure_reason,
 )
 from hindsight_batch.masking import mask
 
@@ -85,6 +84,8 @@ def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoRetur
         if debug:
             traceback.print_exception(exc)
         code = EXIT_INTERNAL
+        from hindsight_batch.redaction.messages import failure_reason  # the redactor loads only for an error
+
         line = (f"hindsight-batch: internal error: {failure_reason(exc)} (a bug in hindsight-batch; "
                 f"{'the traceback is above' if debug else 'run again with --debug to see where'})")
     if as_json:

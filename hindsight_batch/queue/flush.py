@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_batch.config.model import Upload
-from hindsight_batch.errors import BusyError, HindsightBatchError, failure_reason, without_surrogates
+from hindsight_batch.errors import BusyError, HindsightBatchError, without_surrogates
 from hindsight_batch.polling import Backoff, poll
 from hindsight_batch.queue.store import (
     MAX_RETRIES,
@@ -34,6 +34,7 @@ from hindsight_batch.queue.store import (
     rewrite_queue,
     side_file,
 )
+from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention import memory_filter as mf
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected

@@ -30,8 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.errors import BusyError, failure_reason, without_surrogates
+from hindsight_batch.errors import BusyError, without_surrogates
 from hindsight_batch.fsutil import replace_file, write_all
+from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.jsonl import replace_lone_surrogates
 
 STALE_SECONDS = 30.0

@@ -24,8 +24,9 @@ from typing import IO, TYPE_CHECKING, Any
 import duckdb
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.errors import BusyError, UsageError, failure_reason
+from hindsight_batch.errors import BusyError, UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
+from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
 
 if TYPE_CHECKING:
