@@ -228,8 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"module_graph: no {args.package}/*.py under {args.root}", file=sys.stderr)
         return 2
     modules = build_graph(sources, args.package)
-    print(text(modules, args.package, args.ref or "working tree", args.top) if args.format == "text"
-          else dot(modules, args.package))
+    try:
+        print(text(modules, args.package, args.ref or "working tree", args.top) if args.format == "text"
+              else dot(modules, args.package))
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        sys.stderr.close()
     return 0
 
 
