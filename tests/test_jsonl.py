@@ -123,3 +123,14 @@ def test_the_json_codec_reads_and_writes_what_orjson_refuses() -> None:
     assert math.isnan(jsoncodec.loads(b'{"n":NaN}')["n"])
     assert jsoncodec.dumps({"s": "cut \ud83d", "n": 10**30}) == b'{"s":"cut ?","n":1000000000000000000000000000000}'
     assert jsoncodec.dumps({"b": 1, "a": "é"}, sort_keys=True) == '{"a":"é","b":1}'.encode()
+
+
+def test_a_big_line_with_a_number_past_any_range_is_a_malformed_line_not_a_failure() -> None:
+    """An exponent no Decimal holds (ijson raises decimal.InvalidOperation) on a line read by the big-line
+    parser: that line is reported malformed, with its number, and reading goes on (found by scripts/fuzz.py)."""
+    big = b'{"type":"message","n":-0.1e99999999999999999999999999,"pad":"' + b"p" * 300 + b'"}'
+    data = b'{"a":1}\n' + big + b'\n{"b":2}\n'
+    got = objects(data, big_line_bytes=100)
+    assert [o.obj for o in got if isinstance(o, ParsedObject)] == [{"a": 1}, {"b": 2}]
+    bad = [o for o in got if isinstance(o, Malformed)]
+    assert len(bad) == 1 and bad[0].lineno == 2 and "number out of range" in bad[0].reason

@@ -434,11 +434,18 @@ def _parse_big_line(stream: SessionStream, line: RawLine, cap: int) -> Iterator[
             done = builder.event(event, value)
             if done is not _PENDING:
                 values.append(done)
-    except (ijson.JSONError, ValueError) as exc:  # ValueError: LineTooComplex, UnicodeDecodeError, int() limits
+    # ValueError: LineTooComplex, UnicodeDecodeError, int() limits; ArithmeticError: an exponent past what a
+    # Decimal holds (1e99999999999999999999), which ijson raises as decimal.InvalidOperation.
+    except (ijson.JSONError, ValueError, ArithmeticError) as exc:
         for i, obj in enumerate(values):
             if isinstance(obj, dict):
                 yield ParsedObject(line.lineno, line.offset, obj, True, 0, repair.replaced and i == 0)
-        reason = str(exc) if isinstance(exc, LineTooComplex) else f"invalid JSON: {exc}"
+        if isinstance(exc, LineTooComplex):
+            reason = str(exc)
+        elif isinstance(exc, ArithmeticError):
+            reason = "invalid JSON: a number out of range"
+        else:
+            reason = f"invalid JSON: {exc}"
         yield Malformed(line.lineno, line.offset, reason[:200], not line.terminated)
         return
     glued = len(values) > 1
