@@ -81,6 +81,27 @@ def test_apply_from_run_sends_exactly_the_planned_items(runner: CliRunner, tmp_p
     assert data["items_as_reviewed"] == data["items_sent"] == len(planned(rows))
 
 
+def test_a_dry_run_that_reused_unchanged_sources_applies_and_a_second_apply_sends_nothing(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        setup = Setup(runner, tmp_path, url)
+        _, rows = setup.dry_run()
+        run_id, again = setup.dry_run()  # every source unchanged: reused, its rows kept under the first run
+        assert planned(again) == planned(rows)
+        first = setup.apply(run_id)
+        assert first.exit_code == 0, first.stderr
+        assert set(fake.held(BANK)) == planned(rows)
+        requests = fake.retain_requests
+        second = setup.apply(run_id)  # the same review once more: all of it is on the server already
+    assert second.exit_code == 0, second.stderr
+    assert fake.retain_requests == requests
+    data = json.loads(second.stdout)["from_run"]
+    assert data["items_sent"] == 0 and data["items_already_on_server"] == len(planned(rows))
+    assert data["sessions_sent"] == 3 and data["refused_total"] == 0
+
+
 def test_a_session_appended_to_since_the_review_is_refused_by_name_and_the_others_go(
     runner: CliRunner, tmp_path: Path
 ) -> None:
@@ -101,6 +122,18 @@ def test_a_session_appended_to_since_the_review_is_refused_by_name_and_the_other
     assert not held & planned(rows, changed)
     data = json.loads(result.stdout)["from_run"]
     assert data["refused_total"] == 1 and data["refused"][0]["file"] == str(changed) and data["sessions_sent"] == 2
+
+
+def test_a_session_file_gone_since_the_review_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        setup = Setup(runner, tmp_path, url)
+        run_id, rows = setup.dry_run()
+        setup.paths[0].unlink()
+        result = setup.apply(run_id)
+    assert result.exit_code == 1
+    assert f"refused: {setup.paths[0]}: the file is gone since the review" in result.stderr
+    assert set(fake.held(BANK)) == planned(rows) - planned(rows, setup.paths[0])
 
 
 def test_a_touched_file_with_the_same_bytes_is_refused(runner: CliRunner, tmp_path: Path) -> None:
