@@ -171,7 +171,7 @@ def test_a_configuration_change_refuses_every_session(runner: CliRunner, tmp_pat
     with fake_hindsight(fake) as url:
         setup = Setup(runner, tmp_path, url)
         run_id, _ = setup.dry_run()
-        setup.config = config(tmp_path, url, constantTags=["reviewed-later"])  # what is sent would differ from the review
+        setup.config = config(tmp_path, url, constantTags=["reviewed-later"])  # other items than reviewed
         result = setup.apply(run_id)
     assert result.exit_code == 1
     assert fake.held(BANK) == {}
