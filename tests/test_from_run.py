@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,68 +103,63 @@ def test_a_dry_run_that_reused_unchanged_sources_applies_and_a_second_apply_send
     assert data["sessions_sent"] == 3 and data["refused_total"] == 0
 
 
-def test_a_session_appended_to_since_the_review_is_refused_by_name_and_the_others_go(
-    runner: CliRunner, tmp_path: Path
+def append_turn(path: Path, _state: Path) -> None:
+    """Pi wrote another turn after the review."""
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"type": "message", "id": "late", "parentId": "e4",
+                              "timestamp": "2026-05-01T11:00:00.000Z",
+                              "message": {"role": "user", "content": "one more thing, decided later"}}) + "\n")
+
+
+def touch(path: Path, _state: Path) -> None:
+    """A new mtime, the same bytes: size, mtime and content hash are the check (issue 20), so it is refused."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
+def other_bytes(path: Path, _state: Path) -> None:
+    """The same size and mtime, other bytes: only the SHA-256 tells."""
+    stat = path.stat()
+    path.write_text(path.read_text().replace("design point 0", "design point 9"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def remove(path: Path, _state: Path) -> None:
+    path.unlink()
+
+
+def other_plan(path: Path, state: Path) -> None:
+    """The file is unchanged but planning it now gives other items than the review listed (as when the live check
+    now finds more retained): simulated by altering the reviewed rows' item hash in the ledger."""
+    with duckdb.connect(str(state / "ledger.duckdb")) as db:
+        db.execute("UPDATE manifest SET item_sha256 = 'other' WHERE source_file = ? AND document_id IS NOT NULL",
+                   [str(path)])
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (append_turn, "the file changed since the review (size and mtime)"),
+    (touch, "the file changed since the review (mtime)"),
+    (other_bytes, "the file's content changed since the review (SHA-256)"),
+    (remove, "the file is gone since the review"),
+    (other_plan, "the plan differs from the reviewed one"),
+], ids=["appended", "touched", "same-size-other-bytes", "gone", "other-plan"])
+def test_a_session_changed_since_the_review_is_refused_by_name_and_the_others_go(
+    runner: CliRunner, tmp_path: Path, change: Callable[[Path, Path], None], why: str
 ) -> None:
     fake = FakeState()
     with fake_hindsight(fake) as url:
         setup = Setup(runner, tmp_path, url)
         run_id, rows = setup.dry_run()
         changed = setup.paths[1]
-        with changed.open("a", encoding="utf-8") as out:  # pi wrote another turn after the review
-            out.write(json.dumps({"type": "message", "id": "late", "parentId": "e4",
-                                  "timestamp": "2026-05-01T11:00:00.000Z",
-                                  "message": {"role": "user", "content": "one more thing, decided later"}}) + "\n")
+        change(changed, setup.state)
         result = setup.apply(run_id)
     assert result.exit_code == 1, result.stderr
-    assert f"refused: {changed}: the file changed since the review" in result.stderr
+    assert f"refused: {changed}: {why}" in result.stderr
     held = set(fake.held(BANK))
     assert held == planned(rows) - planned(rows, changed)  # nothing of it was sent, all of the others
     assert not held & planned(rows, changed)
     data = json.loads(result.stdout)["from_run"]
     assert data["refused_total"] == 1 and data["refused"][0]["file"] == str(changed) and data["sessions_sent"] == 2
-
-
-def test_a_session_file_gone_since_the_review_is_refused(runner: CliRunner, tmp_path: Path) -> None:
-    fake = FakeState()
-    with fake_hindsight(fake) as url:
-        setup = Setup(runner, tmp_path, url)
-        run_id, rows = setup.dry_run()
-        setup.paths[0].unlink()
-        result = setup.apply(run_id)
-    assert result.exit_code == 1
-    assert f"refused: {setup.paths[0]}: the file is gone since the review" in result.stderr
-    assert set(fake.held(BANK)) == planned(rows) - planned(rows, setup.paths[0])
-
-
-def test_a_touched_file_with_the_same_bytes_is_refused(runner: CliRunner, tmp_path: Path) -> None:
-    """Size, mtime and content hash are the check (issue 20): a new mtime alone refuses the session."""
-    fake = FakeState()
-    with fake_hindsight(fake) as url:
-        setup = Setup(runner, tmp_path, url)
-        run_id, rows = setup.dry_run()
-        touched = setup.paths[0]
-        stat = touched.stat()
-        os.utime(touched, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-        result = setup.apply(run_id)
-    assert result.exit_code == 1
-    assert f"refused: {touched}: the file changed since the review (mtime)" in result.stderr
-    assert set(fake.held(BANK)) == planned(rows) - planned(rows, touched)
-
-
-def test_the_same_size_and_mtime_with_other_bytes_is_refused_by_the_hash(runner: CliRunner, tmp_path: Path) -> None:
-    fake = FakeState()
-    with fake_hindsight(fake) as url:
-        setup = Setup(runner, tmp_path, url)
-        run_id, rows = setup.dry_run()
-        edited = setup.paths[2]
-        stat = edited.stat()
-        edited.write_text(edited.read_text().replace("design point 0", "design point 9"))
-        os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same mtime: only the bytes differ
-        result = setup.apply(run_id)
-    assert result.exit_code == 1
-    assert f"refused: {edited}: the file's content changed since the review (SHA-256)" in result.stderr
-    assert set(fake.held(BANK)) == planned(rows) - planned(rows, edited)
 
 
 def test_a_configuration_change_refuses_every_session(runner: CliRunner, tmp_path: Path) -> None:
@@ -178,22 +174,6 @@ def test_a_configuration_change_refuses_every_session(runner: CliRunner, tmp_pat
     assert result.stderr.count("the configuration changed since the review") == 3
     assert "run the dry run again" in result.stderr
     assert json.loads(result.stdout)["from_run"]["configuration_changed"] is True
-
-
-def test_a_plan_that_differs_from_the_reviewed_one_is_refused(runner: CliRunner, tmp_path: Path) -> None:
-    """The file is unchanged but planning it now gives other items than the review listed (as when the live
-    check now finds more): refused. Simulated by altering one reviewed row's item hash in the ledger."""
-    fake = FakeState()
-    with fake_hindsight(fake) as url:
-        setup = Setup(runner, tmp_path, url)
-        run_id, rows = setup.dry_run()
-        with duckdb.connect(str(setup.state / "ledger.duckdb")) as db:
-            db.execute("UPDATE manifest SET item_sha256 = 'other' WHERE source_file = ? AND document_id IS NOT NULL",
-                       [str(setup.paths[0])])
-        result = setup.apply(run_id)
-    assert result.exit_code == 1
-    assert f"refused: {setup.paths[0]}: the plan differs from the reviewed one" in result.stderr
-    assert set(fake.held(BANK)) == planned(rows) - planned(rows, setup.paths[0])
 
 
 def test_paths_not_in_the_run_are_ignored(runner: CliRunner, tmp_path: Path) -> None:
