@@ -96,11 +96,16 @@ def test_a_dry_run_that_reused_unchanged_sources_applies_and_a_second_apply_send
         assert set(fake.held(BANK)) == planned(rows)
         requests = fake.retain_requests
         second = setup.apply(run_id)  # the same review once more: all of it is on the server already
+        human = invoke(runner, "import", "--apply", "--from-run", run_id, "--live-retained", "include",
+                       *setup.common())
     assert second.exit_code == 0, second.stderr
     assert fake.retain_requests == requests
     data = json.loads(second.stdout)["from_run"]
     assert data["items_sent"] == 0 and data["items_already_on_server"] == len(planned(rows))
     assert data["sessions_sent"] == 3 and data["refused_total"] == 0
+    n = len(planned(rows))
+    assert human.exit_code == 0 and (f"as reviewed in run {run_id}: 3 session(s), {n} item(s): 0 sent now, {n} "
+                                     "already on the server; refused 0 session(s)") in human.stderr
 
 
 def append_turn(path: Path, _state: Path) -> None:

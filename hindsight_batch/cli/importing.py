@@ -137,9 +137,10 @@ def _print_from_run(reviewed: dict[str, Any], brief: bool) -> None:
     why the exit code is 1)."""
     if not brief:
         ignored = reviewed["ignored_paths"]
-        echo_err(f"  as reviewed in run {reviewed['run']}: sent {reviewed['items_as_reviewed']} item(s) of "
-                 f"{reviewed['sessions_sent']} session(s) ({reviewed['items_already_on_server']} already on the "
-                 f"server); refused {reviewed['refused_total']} session(s)"
+        echo_err(f"  as reviewed in run {reviewed['run']}: {reviewed['sessions_sent']} session(s), "
+                 f"{reviewed['items_as_reviewed']} item(s): {reviewed['items_sent']} sent now, "
+                 f"{reviewed['items_already_on_server']} already on the server; refused {reviewed['refused_total']} "
+                 "session(s)"
                  + (f"; ignored {ignored} path(s) not in that run" if ignored else ""))
     if reviewed["refused_total"]:
         echo_err(f"REFUSED {reviewed['refused_total']} session(s) changed since the review of run {reviewed['run']} "
