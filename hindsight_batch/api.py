@@ -146,7 +146,7 @@ def run_import(options: ImportOptions) -> ImportResult:
                 from hindsight_batch.reviewed import load_reviewed, select_files
 
                 reviewed = load_reviewed(ledger, options.from_run)  # an unknown run: exit 2, before any request
-                files = select_files(reviewed, files)
+                files = select_files(reviewed, files, [Path(path).resolve() for path in options.paths])
                 pipeline = replace(pipeline, reviewed=reviewed)
             if apply or options.delete_stale:
                 from hindsight_batch.sinks.upload import Uploader, reconcile

@@ -105,11 +105,14 @@ def load_reviewed(ledger: Ledger, run_id: str) -> Reviewed:
     return Reviewed(run_id, sources, ledger.reviewed_items(run_id))
 
 
-def select_files(reviewed: Reviewed, given: list[Path]) -> list[Path]:
-    """The run's sources among ``given`` (all of them when nothing is given), in path order; the others are
-    counted in ``ignored_paths``."""
-    if not given:
+def select_files(reviewed: Reviewed, given: list[Path], roots: list[Path]) -> list[Path]:
+    """The run's sources among ``given`` (the session files found under ``roots``, the paths on the command line;
+    all of the run's sources when there are none), in path order; the others are counted in ``ignored_paths``. A
+    source of the run under ``roots`` that is gone is kept, to be refused by name."""
+    if not roots:
         return [Path(path) for path in sorted(reviewed.sources)]
-    kept = sorted({os.fsdecode(path) for path in given if str(path) in reviewed.sources})
+    kept = {os.fsdecode(path) for path in given if str(path) in reviewed.sources}
     reviewed.ignored_paths = len({str(path) for path in given}) - len(kept)
-    return [Path(path) for path in kept]
+    kept |= {path for path in reviewed.sources if not os.path.lexists(path)
+             and any(Path(path).is_relative_to(root) for root in roots)}
+    return [Path(path) for path in sorted(kept)]

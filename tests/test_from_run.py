@@ -157,7 +157,7 @@ def test_a_session_changed_since_the_review_is_refused_by_name_and_the_others_go
         run_id, rows = setup.dry_run()
         changed = setup.paths[1]
         change(changed, setup.state)
-        result = setup.apply(run_id)
+        result = setup.apply(run_id, *([str(setup.folder)] if change is remove else []))  # gone under a given folder
     assert result.exit_code == 1, result.stderr
     assert f"refused: {changed}: {why}" in result.stderr
     held = set(fake.held(BANK))
