@@ -68,13 +68,14 @@ def planned(rows: list[dict[str, Any]], path: Path | None = None) -> set[str]:
     return {r["document_id"] for r in rows if r["document_id"] and (path is None or r["source_file"] == str(path))}
 
 
-def test_apply_from_run_sends_exactly_the_planned_items(runner: CliRunner, tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_apply_from_run_sends_exactly_the_planned_items(runner: CliRunner, tmp_path: Path, jobs: str) -> None:
     fake = FakeState()
     with fake_hindsight(fake) as url:
         setup = Setup(runner, tmp_path, url)
         run_id, rows = setup.dry_run()
         assert fake.retain_requests == 0 and planned(rows)
-        result = setup.apply(run_id)
+        result = setup.apply(run_id, "--jobs", jobs)
     assert result.exit_code == 0, result.stderr
     assert set(fake.held(BANK)) == planned(rows)  # exactly those documents, no other
     data = json.loads(result.stdout)["from_run"]
