@@ -61,6 +61,7 @@ class ImportSummary:
     manifest: str | None = None
     ledger: str | None = None
     upload: dict[str, Any] | None = None
+    from_run: dict[str, Any] | None = None  # import --apply --from-run: what was sent as reviewed, what refused
 
     MAX_LISTED = 50
 
@@ -110,6 +111,7 @@ class ImportSummary:
             "manifest": self.manifest,
             "ledger": self.ledger,
             "upload": self.upload,
+            "from_run": self.from_run,
         }
 
 

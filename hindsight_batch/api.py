@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -65,6 +65,7 @@ class ImportOptions:
     max_seconds: float | None = None
     jobs: int = 1
     progress: bool = False  # a progress bar on stderr
+    from_run: str | None = None  # with apply: send exactly what this dry run planned (checked first), nothing else
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,13 @@ class ImportResult:
     manifest: Path | None
     stale: StaleDocuments | None
     data: dict[str, Any] = field(repr=False)
+    refused: int = 0  # --from-run: sessions refused (changed since the review)
 
     @property
     def ok(self) -> bool:
-        """No file failed and no item was refused (``import`` exits 1 otherwise)."""
-        return not (self.failed_files or self.upload_failed)
+        """No file failed, no item was refused and no reviewed session was refused (``import`` exits 1
+        otherwise)."""
+        return not (self.failed_files or self.upload_failed or self.refused)
 
 
 def run_import(options: ImportOptions) -> ImportResult:
@@ -114,11 +117,15 @@ def run_import(options: ImportOptions) -> ImportResult:
 
     if options.wait and not options.apply:
         raise UsageError("--wait goes with --apply")
+    if options.from_run is not None and not options.apply:
+        raise UsageError("--from-run goes with --apply: it sends what that dry run planned (a dry run is the review)")
     flags = {"import.branches": options.branches, "import.compaction": options.compaction,
              "userRetain.mode": options.mode}
     resolver = ConfigResolver(config_file=options.config_file, flags=flags)
     settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
-    files = find_session_files(list(options.paths), resolve=True)  # a source is a file, not a spelling (S4)
+    # A source is a file, not a spelling (S4); --from-run without paths: the run's own sources.
+    reviewing = options.from_run is not None
+    files = find_session_files(list(options.paths), resolve=True) if options.paths or not reviewing else []
     apply = options.apply
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(options.live_retained, lambda: client_for(settings) if apply
@@ -135,6 +142,12 @@ def run_import(options: ImportOptions) -> ImportResult:
     reconciled = None
     try:
         with open_ledger(options.state_dir) as ledger, contextlib.closing(live):
+            if options.from_run is not None:
+                from hindsight_batch.reviewed import load_reviewed, select_files
+
+                reviewed = load_reviewed(ledger, options.from_run)  # an unknown run: exit 2, before any request
+                files = select_files(reviewed, files, [Path(path).resolve() for path in options.paths])
+                pipeline = replace(pipeline, reviewed=reviewed)
             if apply or options.delete_stale:
                 from hindsight_batch.sinks.upload import Uploader, reconcile
 
@@ -162,7 +175,7 @@ def run_import(options: ImportOptions) -> ImportResult:
         run_id=data["run_id"], mode=data["mode"], files=data["files"], sessions=data["sessions"],
         chunks=data["chunks"], statuses=dict(data["statuses"]), failed_files=data["failed_files_total"],
         upload_failed=data["upload"]["failed"] if data["upload"] else 0, manifest=options.manifest, stale=stale,
-        data=data,
+        data=data, refused=data["from_run"]["refused_total"] if data["from_run"] else 0,
     )
 
 

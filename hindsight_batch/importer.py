@@ -28,14 +28,17 @@ from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
 from hindsight_batch.errors import HindsightBatchError, Terminated
 from hindsight_batch.retention.stagetimes import StageTimes
+from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
 from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
-from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, SourceState
+from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_rows
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
 if TYPE_CHECKING:
+    from hindsight_batch.banks import BankChoice
+    from hindsight_batch.config import ResolvedConfig
     from hindsight_batch.live import LiveCheck
     from hindsight_batch.planning import SessionPlan
     from hindsight_batch.redaction.redactor import Redactor
@@ -62,6 +65,7 @@ class ImportOptions:
     max_seconds: float | None = None
     jobs: int = 1  # session files planned at once, in worker processes when more than one
     live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
+    reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (reviewed.py)
 
 
 def settings_hash(settings: Settings) -> str:
@@ -88,6 +92,7 @@ class _Job:
     handled: CatchUpVerdict | None
     bank_why: str  # how the project bank was chosen, on every manifest row
     live_retained: LiveNote | None = None  # what the live check found, on every manifest row
+    sha256: str | None = None  # of the file's bytes, checked before planning
 
 
 Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item hash, status) of documents sent
@@ -140,6 +145,7 @@ class Importer:
         self._applied: Applied = {}
         self._pending_rows: list[ManifestRow] = []
         self._pending_sources: list[SourceRecord] = []
+        self._pending_reviewable: list[ReviewedSource] = []  # a dry run's sources, for --from-run
         self.times = StageTimes()
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
@@ -164,9 +170,14 @@ class Importer:
             self._known = self.ledger.sources()
             self._applied = self.ledger.document_hashes()
             total = sum(file_size(p) for p in self.files)
+            reviewed = self.options.reviewed
+            if reviewed is not None and self._configuration_changed(reviewed):
+                total = 0  # nothing is read: every source is refused
             with progress_bar(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
                               desc="import", leave=False) as bar, collections_between_files():
-                if self.options.jobs > 1:
+                if reviewed is not None and reviewed.configuration_changed:
+                    pass
+                elif self.options.jobs > 1:
                     self._plan_in_workers(bar)
                 else:
                     self._plan_here_one_by_one(bar)
@@ -182,7 +193,10 @@ class Importer:
                     "operations_still_open": still_open,
                     "errors": stats.errors,
                 }
-            status = "partial" if summary.failed_files else "ok"
+            if reviewed is not None:
+                reviewed.finish(self.files)
+                summary.from_run = reviewed.to_dict()
+            status = "partial" if summary.failed_files or (reviewed and reviewed.refused) else "ok"
         except (KeyboardInterrupt, Terminated):
             status = "interrupted"
             raise
@@ -261,6 +275,14 @@ class Importer:
         rows are reused here). Returns what is left to plan, or None."""
         summary = self.summary
         summary.files += 1
+        reviewed = self.options.reviewed
+        sha256: str | None = None
+        if reviewed is not None:  # a file that is not what the review saw is refused, never planned again
+            problem = reviewed.changed(path)
+            if problem is not None:
+                reviewed.refuse(path, problem)
+                return None
+            sha256 = reviewed.sources[str(path)].sha256
         stat = path.stat()
         header = peek_header(path)  # unreadable (permissions, gone): failed by _prepare, this file only
         if isinstance(header, str):
@@ -282,32 +304,24 @@ class Importer:
             if not handled.retain:
                 summary.catch_up_skipped.append({"file": str(path), "reason": handled.reason or ""})
                 return None
-        resolved = self.resolver.for_cwd(header.cwd)
-        settings = resolved.settings
-        project = (settings.project_name or "").strip() or Path(header.cwd or "").name
-        choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
-        if choice.bank_id is None:
+        resolved, choice, shaped_settings = self._settings_for(header, path)
+        if shaped_settings is None or choice.bank_id is None:
             summary.sessions_skipped.append({"file": str(path), "reason": f"no project bank: {choice.skip}"})
             return None
-        tags = self.banks.family_tags(resolved, header.cwd)
-        # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
-        shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
-        if shaped is None or shaped[0] is not resolved:
-            settings = with_project_bank(settings, choice.bank_id, tags)
-            shaped = (resolved, settings, settings_hash(settings))
-            self._shaped[(id(resolved), choice.bank_id, tuple(tags))] = shaped
-        settings, base_shape = shaped[1], shaped[2]
+        settings, shape = shaped_settings
         seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
         seen["sessions"] += 1
         live = self.options.live
         summary.user_retain_modes.add(settings.user_retain.mode)
-        shape = base_shape + (":catch-up" if self.options.catch_up else "")
-        shape += f":live-{live.mode}" if live is not None else ""
         key = str(path)
         previous = self._known.get(key)
         summary.sessions += 1
+        if reviewed is not None and shape != reviewed.sources[key].settings_hash:
+            reviewed.refuse(path, f"the configuration changed since the review; {RE_PLAN}")
+            return None
         if (
-            previous is not None
+            reviewed is None
+            and previous is not None
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
@@ -316,6 +330,10 @@ class Importer:
             if not (self.options.apply and any(row.status == "planned" for row in rows)):
                 self._reuse(rows)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
+                if not self.options.apply:  # what the review of this dry run saw: the source as last read
+                    self._pending_reviewable.append(ReviewedSource(
+                        key, stat.st_size, stat.st_mtime_ns, previous.sha256 or file_sha256(path), shape,
+                        previous.last_run_id))
                 return None
         live_note: LiveNote | None = None
         if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
@@ -327,7 +345,54 @@ class Importer:
                 summary.sessions_skipped.append({"file": str(path), "reason": decision.note})
                 return None
             handled = decision.handled(handled)
-        return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note)
+        # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
+        # makes the recorded hash stale, so that --from-run refuses the file: the safe side).
+        sha256 = sha256 or file_sha256(path)
+        return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
+                    sha256)
+
+    def _settings_for(self, header: SessionHeader, path: Path
+                      ) -> tuple[ResolvedConfig, BankChoice, tuple[Settings, str] | None]:
+        """The session's configuration, bank choice and (when it has a bank) its settings and their hash with this
+        run's suffixes, as the ledger keeps it for the source."""
+        resolved = self.resolver.for_cwd(header.cwd)
+        settings = resolved.settings
+        project = (settings.project_name or "").strip() or Path(header.cwd or "").name
+        choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
+        if choice.bank_id is None:
+            return resolved, choice, None
+        tags = self.banks.family_tags(resolved, header.cwd)
+        # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
+        shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
+        if shaped is None or shaped[0] is not resolved:
+            settings = with_project_bank(settings, choice.bank_id, tags)
+            shaped = (resolved, settings, settings_hash(settings))
+            self._shaped[(id(resolved), choice.bank_id, tuple(tags))] = shaped
+        shape = shaped[2] + (":catch-up" if self.options.catch_up else "")
+        shape += f":live-{self.options.live.mode}" if self.options.live is not None else ""
+        return resolved, choice, (shaped[1], shape)
+
+    def _configuration_changed(self, reviewed: Reviewed) -> bool:
+        """--from-run: whether any source's settings differ from the review's; then every source is refused
+        (nothing is sent: the review was of another configuration)."""
+        changed: list[str] = []
+        for path in self.files:
+            try:
+                header = peek_header(path)
+            except OSError:
+                continue  # refused by name when it is reached
+            if isinstance(header, str):
+                continue
+            _, _, shaped = self._settings_for(header, path)
+            if shaped is None or shaped[1] != reviewed.sources[str(path)].settings_hash:
+                changed.append(str(path))
+        if changed:
+            reviewed.configuration_changed = True
+            why = (f"the configuration changed since the review (the settings of {len(changed)} session(s) differ "
+                   f"from those of run {reviewed.run_id}); {RE_PLAN} with the current configuration")
+            for path in self.files:
+                reviewed.refuse(path, why)
+        return bool(changed)
 
     def _plan_here(self, job: _Job, moved: Callable[[int], None] | None = None) -> SessionPlan | str:
         return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
@@ -350,6 +415,9 @@ class Importer:
         try:  # everything that can fail on this file's data, before anything is written
             rows = [replace(row, bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
                     for row in plan.rows]
+            reviewed = self.options.reviewed
+            if reviewed is not None and not self._as_reviewed(reviewed, job, rows):
+                return
             lines = encode_rows(rows)  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
             sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
         except Exception as exc:
@@ -359,10 +427,15 @@ class Importer:
         self.manifest.write_lines(lines)
         self.accounting.rows(rows)
         if self.uploader is not None:
-            self._send(plan, sizes)
+            sent = self._send(plan, sizes)
+            if self.options.reviewed is not None:
+                self.options.reviewed.items_sent += sent
         self._pending_rows += rows  # with --include-content the (redacted) text too: review shows it
         self._pending_sources.append(SourceRecord(str(job.path), job.size, job.mtime_ns, job.header.id, job.shape,
-                                                  self.summary.run_id))
+                                                  self.summary.run_id, job.sha256))
+        if not self.options.apply and job.sha256 is not None:
+            self._pending_reviewable.append(ReviewedSource(str(job.path), job.size, job.mtime_ns, job.sha256,
+                                                           job.shape, self.summary.run_id))
         if len(self._pending_sources) >= 200 or len(self._pending_rows) >= 2000:
             self._flush_ledger()
         self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
@@ -371,10 +444,34 @@ class Importer:
         """Manifest rows, then the sources they came from: a source is only marked read once its rows are in."""
         self.ledger.add_manifest_rows(self._pending_rows)
         self.ledger.record_sources(self._pending_sources)
-        self._pending_rows, self._pending_sources = [], []
+        self.ledger.record_run_sources(self.summary.run_id, self._pending_reviewable)
+        self._pending_rows, self._pending_sources, self._pending_reviewable = [], [], []
 
-    def _send(self, plan: SessionPlan, sizes: list[int]) -> None:
+    def _as_reviewed(self, reviewed: Reviewed, job: _Job, rows: list[ManifestRow]) -> bool:
+        """--from-run: whether the session, planned again, is exactly what was reviewed (the same items, and the
+        file unchanged while it was read); else it is refused, by name, and nothing of it is sent."""
+        items = {(row.document_id, row.item_sha256 or "", row.bank_id or "") for row in rows if row.document_id}
+        seen = reviewed.items.get(str(job.path), set())
+        try:
+            stat = job.path.stat()
+            unchanged = (stat.st_size, stat.st_mtime_ns) == (job.size, job.mtime_ns)
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            reviewed.refuse(job.path, f"the file changed while it was read; {RE_PLAN}")
+        elif items != seen:
+            reviewed.refuse(job.path, f"the plan differs from the reviewed one ({len(items)} item(s) now, {len(seen)} "
+                                      f"reviewed, {len(items - seen)} not reviewed); {RE_PLAN}")
+        else:
+            reviewed.accepted.add(str(job.path))
+            reviewed.items_as_reviewed += len(items)
+            return True
+        return False
+
+    def _send(self, plan: SessionPlan, sizes: list[int]) -> int:
+        """The plan's items to the uploader, except those the server holds already, unchanged; how many went."""
         assert self.uploader is not None
+        sent = 0
         for planned, size in zip(plan.items, sizes, strict=True):
             done = self._applied.get((planned.bank_id, planned.item.document_id))
             if done and done[0] == planned.item_hash and done[1] in SETTLED:
@@ -388,6 +485,8 @@ class Importer:
             )
             payload = item.payload()
             self.uploader.add(row, payload, size + 1024)
+            sent += 1
+        return sent
 
     def _wanted(self, header: SessionHeader, mtime: float) -> bool:
         options = self.options

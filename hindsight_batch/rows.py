@@ -106,3 +106,4 @@ class SourceRecord(NamedTuple):
     session_id: str
     settings_hash: str  # with the run's catch-up/live suffixes: a change forces a re-read
     run_id: str
+    sha256: str | None = None  # of the bytes read (import --apply --from-run checks it)

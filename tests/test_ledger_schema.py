@@ -127,6 +127,7 @@ def test_a_version_1_ledger_is_migrated_and_report_reuse_and_verify_work_on_it(
         assert "row" not in columns(old, "manifest") and "parsed_offset" not in columns(old, "sources")
         assert columns(old, "manifest") == columns(current, "manifest")
         assert columns(old, "sources") == columns(current, "sources")
+        assert columns(old, "run_sources") == columns(current, "run_sources")  # what --from-run checks
 
         # The same counts as the ledger the rows came from; skips by their reason text (no skip_reason in v1).
         data, expected = json.loads(report.stdout), json.loads(invoke(runner, "report", "--state", str(current),

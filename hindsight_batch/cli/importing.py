@@ -39,6 +39,10 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--state", "state_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Ledger folder (default: $XDG_STATE_HOME/hindsight-batch).")
 @click.option("--apply", is_flag=True, help="Upload to the Hindsight server (retainBatch). Without it: a dry run.")
+@click.option("--from-run", "from_run", metavar="RUN",
+              help="With --apply: send exactly what the dry run RUN planned (the reviewed plan), after checking each "
+                   "session file's size, mtime and SHA-256 and the settings; a session that changed is refused by "
+                   "name. Default PATHS: RUN's sessions; others are ignored.")
 @click.option("--wait", is_flag=True, help="With --apply: wait until the server has processed every request.")
 @click.option("--wait-timeout", type=float, default=600.0, show_default=True, help="Seconds --wait waits at most.")
 @click.option("--delete-stale", is_flag=True,
@@ -66,6 +70,7 @@ def import_command(
     mode: str | None,
     state_dir: Path | None,
     apply: bool,
+    from_run: str | None,
     wait: bool,
     wait_timeout: float,
     delete_stale: bool,
@@ -93,6 +98,7 @@ def import_command(
       hindsight-batch import ~/.pi/agent/sessions --since 2026-01-01 --json
       hindsight-batch import session.jsonl --manifest plan.jsonl --include-content --branches all
       hindsight-batch import ~/.pi/agent/sessions --apply --wait
+      hindsight-batch import --apply --from-run 20260131T120000Z-1a2b3c4d   (send what that dry run planned)
       hindsight-batch import --apply --catch-up --max-seconds 600      (what cron runs)
       hindsight-batch import ~/.pi/agent/sessions --delete-stale   (lists stale documents; --apply deletes them)
     """
@@ -106,9 +112,11 @@ def import_command(
         cwd_filter=cwd_filter, project_filter=project_filter, state_dir=state_dir, config_file=config_file,
         apply=apply, wait=wait, wait_timeout=wait_timeout, delete_stale=delete_stale,
         live_retained=cast("Literal['after', 'skip', 'include']", live_retained), catch_up=catch_up,
-        max_seconds=max_seconds, jobs=jobs, progress=progress(quiet),
+        max_seconds=max_seconds, jobs=jobs, progress=progress(quiet), from_run=from_run,
     ))
     data = result.data
+    if data["from_run"] is not None:
+        _print_from_run(data["from_run"], quiet or as_json)
     if as_json:
         echo(json.dumps(data, indent=2))
     elif catch_up and not quiet:
@@ -122,6 +130,23 @@ def import_command(
                 echo_err(f"  stale: {doc['bank_id']} {doc['document_id']}")
     if not result.ok:
         sys.exit(EXIT_ITEMS_FAILED)
+
+
+def _print_from_run(reviewed: dict[str, Any], brief: bool) -> None:
+    """What was sent as reviewed and which sessions were refused (on stderr, also with --json or -q: they are
+    why the exit code is 1)."""
+    if not brief:
+        ignored = reviewed["ignored_paths"]
+        echo_err(f"  as reviewed in run {reviewed['run']}: {reviewed['sessions_sent']} session(s), "
+                 f"{reviewed['items_as_reviewed']} item(s): {reviewed['items_sent']} sent now, "
+                 f"{reviewed['items_already_on_server']} already on the server; refused {reviewed['refused_total']} "
+                 "session(s)"
+                 + (f"; ignored {ignored} path(s) not in that run" if ignored else ""))
+    if reviewed["refused_total"]:
+        echo_err(f"REFUSED {reviewed['refused_total']} session(s) changed since the review of run {reviewed['run']} "
+                 "(nothing of them was sent):")
+    for refused in reviewed["refused"]:
+        echo_err(f"  refused: {refused['file']}: {refused['reason']}")
 
 
 def _catch_up_line(data: dict[str, Any]) -> str:

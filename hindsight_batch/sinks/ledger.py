@@ -53,6 +53,24 @@ class SourceState:
     mtime_ns: int
     settings_hash: str
     last_run_id: str
+    sha256: str | None = None  # of the file's bytes when last read (None: recorded before hashes were kept)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewedSource:
+    """What a dry run saw of one source it planned or reused (table ``run_sources``): ``import --apply
+    --from-run`` sends its items only while the file and the settings are still exactly these."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    settings_hash: str
+    rows_run_id: str  # the run whose manifest rows hold this source's plan (an earlier one for a reused source)
+
+
+# A reviewed item: what must be sent again, exactly (document id, item hash, bank).
+ReviewedItem = tuple[str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,19 +300,48 @@ class Ledger:
 
     # sources
     def sources(self) -> dict[str, SourceState]:
-        rows = self.db.execute("SELECT path, size, mtime_ns, settings_hash, last_run_id FROM sources").fetchall()
-        return {r[0]: SourceState(r[1], r[2], r[3], r[4]) for r in rows}
+        rows = self.db.execute("SELECT path, size, mtime_ns, settings_hash, last_run_id, sha256 FROM sources"
+                               ).fetchall()
+        return {r[0]: SourceState(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
     def source_sessions(self) -> dict[str, str]:
         """path -> session id of every source seen."""
         return dict(self.db.execute("SELECT path, session_id FROM sources").fetchall())
 
     def record_sources(self, rows: Sequence[SourceRecord]) -> None:
-        """(path, size, mtime_ns, session id, settings hash, run id) of sources just read."""
+        """(path, size, mtime_ns, session id, settings hash, run id, SHA-256) of sources just read."""
         now = _now()
-        self._insert("INSERT OR REPLACE INTO sources VALUES", 7,
-                     [[path, size, mtime, session, shape, run, now] for path, size, mtime, session, shape, run
-                      in rows])
+        self._insert("INSERT OR REPLACE INTO sources VALUES", 8,
+                     [[path, size, mtime, session, shape, run, now, sha] for path, size, mtime, session, shape, run,
+                      sha in rows])
+
+    def record_run_sources(self, run_id: str, rows: Sequence[ReviewedSource]) -> None:
+        """What the dry run ``run_id`` saw of each source it planned or reused."""
+        self._insert("INSERT INTO run_sources VALUES", 7,
+                     [[run_id, r.path, r.size, r.mtime_ns, r.sha256, r.settings_hash, r.rows_run_id] for r in rows])
+
+    def run_kind(self, run_id: str) -> tuple[str, str, str] | None:
+        """(command, mode, status) of ``run_id``, or None when the ledger has no such run."""
+        row = self.db.execute("SELECT command, mode, status FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        return (str(row[0]), str(row[1]), str(row[2])) if row else None
+
+    def reviewed_sources(self, run_id: str) -> dict[str, ReviewedSource]:
+        """path -> what the dry run ``run_id`` saw of it (empty for a run from before ``run_sources`` existed)."""
+        rows = self.db.execute("SELECT path, size, mtime_ns, sha256, settings_hash, rows_run_id FROM run_sources "
+                               "WHERE run_id = ? ORDER BY path", [run_id]).fetchall()
+        return {r[0]: ReviewedSource(*r) for r in rows}
+
+    def reviewed_items(self, run_id: str) -> dict[str, set[ReviewedItem]]:
+        """path -> (document id, item hash, bank) of every item the dry run ``run_id`` planned for it: its manifest
+        rows, or for a reused source those of the run that last read it."""
+        rows = self.db.execute(
+            "SELECT s.path, m.document_id, m.item_sha256, m.bank_id FROM run_sources s JOIN manifest m "
+            "ON m.run_id = s.rows_run_id AND m.source_file = s.path "
+            "WHERE s.run_id = ? AND m.document_id IS NOT NULL", [run_id]).fetchall()
+        found: dict[str, set[ReviewedItem]] = {}
+        for path, document, item, bank in rows:
+            found.setdefault(path, set()).add((document, item or "", bank or ""))
+        return found
 
     def _insert(self, statement: str, width: int, rows: list[list[Any]]) -> None:
         """Many rows in few statements, bound as one list per column and unnested: a handful of parameters

@@ -2,9 +2,11 @@
 
 Version 1 (no ``schema_version`` in ``meta``) kept each manifest row as one JSON string (column ``row``), a
 ``parsed_offset`` column nobody read in ``sources``, and two columns of ``documents`` added by ``ALTER TABLE``.
-Version 2 has one column per manifest field (:mod:`hindsight_batch.sinks.manifest_table`). A ledger is brought to
-the current version in one transaction: a failure leaves it as it was. (``Ledger`` refuses a ledger newer than
-this code, untouched.)
+Version 2 has one column per manifest field (:mod:`hindsight_batch.sinks.manifest_table`), each source's SHA-256,
+and ``run_sources``: what each dry run saw of each source it planned or reused (size, mtime, SHA-256, settings hash,
+and the run whose manifest rows hold its plan), which ``import --apply --from-run`` checks before sending.
+A ledger is brought to the current version in one transaction: a failure leaves it as it was. (``Ledger`` refuses
+a ledger newer than this code, untouched.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ SCHEMA_VERSION = 2
 
 _SOURCES = """(
     path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, session_id VARCHAR, settings_hash VARCHAR,
-    last_run_id VARCHAR, seen_at TIMESTAMP)"""
+    last_run_id VARCHAR, seen_at TIMESTAMP, sha256 VARCHAR)"""
 _TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE runs (
@@ -39,6 +41,9 @@ CREATE TABLE deliveries (
 CREATE TABLE forgotten (
     run_id VARCHAR, bank_id VARCHAR, document_id VARCHAR, action VARCHAR, by_run VARCHAR, done_at TIMESTAMP);
 CREATE TABLE failed_files (run_id VARCHAR, path VARCHAR, line BIGINT, reason VARCHAR);
+CREATE TABLE run_sources (
+    run_id VARCHAR, path VARCHAR, size BIGINT, mtime_ns BIGINT, sha256 VARCHAR, settings_hash VARCHAR,
+    rows_run_id VARCHAR);
 """
 
 # What every version-1 ledger has once today's version-1 code opened it (older ones lacked some of it): the tables
@@ -105,7 +110,7 @@ def _v1_to_v2(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     # Version-1 rows lack the project, the chunk times and the skip reason: marking each source's settings as
     # older makes the next run read it once more (what the server already holds is not sent again).
     db.execute("INSERT INTO sources_v2 SELECT path, size, mtime_ns, session_id, settings_hash || ' (version 1)', "
-               "last_run_id, seen_at FROM sources ORDER BY rowid")
+               "last_run_id, seen_at, NULL FROM sources ORDER BY rowid")
     db.execute("DROP TABLE sources")
     db.execute("ALTER TABLE sources_v2 RENAME TO sources")
     db.execute(manifest_table.DDL.replace("CREATE TABLE manifest", "CREATE TABLE manifest_v2", 1))
