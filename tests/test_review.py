@@ -66,6 +66,8 @@ def test_samples_page_matches_the_manifest(runner: CliRunner, tmp_path: Path) ->
             row["decision"]["confidence"], row["content"])
         assert chunk["tags"] == row["tags"]
     html = page.read_text(encoding="utf-8")
+    # the command that sends exactly this dry run's plan
+    assert f"hindsight-batch import --apply --from-run {rows[0]['run_id']}</code>" in html
     # where it goes: one table row per bank with its session and chunk counts
     for bank in {r["bank_id"] for r in rows}:
         sessions = len({r["session_id"] for r in rows if r["bank_id"] == bank})

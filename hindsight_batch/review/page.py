@@ -75,6 +75,10 @@ def render_page(data: ReviewData) -> Iterator[str]:
     skipped = _table(["reason", "chunks"], [list(r) for r in data.skipped], {1})
     dropped = _table(["reason", "messages"], [list(r) for r in data.dropped], {1})
     redactions = _table(["rule", "count"], [list(r) for r in data.redactions], {1})
+    apply_hint = ""
+    if run["command"] == "import" and run["mode"] == "dry-run":  # what sends exactly this plan, nothing else
+        apply_hint = (f'<p id="apply-hint">To send exactly what this page shows: <code>hindsight-batch import '
+                      f'--apply --from-run {escape(run["run_id"])}</code> (a session changed since is refused).</p>')
     index = [{**{key: value for key, value in session.items() if key != "chunks"}, "n": len(session["chunks"]),
               "k": k} for k, session in enumerate(data.sessions)]
     payload = script_json({"run": run, "sessions": index})
@@ -91,6 +95,7 @@ def render_page(data: ReviewData) -> Iterator[str]:
 <p class="muted">{escape(str(run["command"]))} ({escape(str(run["mode"]))}), {escape(str(run["status"]))},
 started {escape(str(run["started_at"]))}; <span id="total-chunks">{data.chunks}</span> chunk(s) in
 <span id="total-sessions">{len(data.sessions)}</span> session(s).</p>
+{apply_hint}
 <h2>Where it goes</h2>
 <div id="destinations">{dest}</div>
 <h3>Chunks per week, by bank</h3>
