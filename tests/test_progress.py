@@ -19,12 +19,20 @@ SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 BAR = re.compile(r"(\d+(?:\.\d+)?)([kMG]?)/(\d+(?:\.\d+)?)([kMG]?) \[")  # tqdm's "4.19M/28.1M ["
 
 
-def _import_showing_progress(tmp_path: Path, **options: object) -> str:
-    """Run ``hindsight_batch.api.run_import`` with the bar on in a fresh process; return what it drew (stderr)."""
+def _import_showing_progress(tmp_path: Path, kill: str = "", failed: int = 0, **options: object) -> str:
+    """Run ``hindsight_batch.api.run_import`` with the bar on in a fresh process; return what it drew (stderr).
+    ``kill``: the name of a session file whose worker process dies planning it."""
     probe = (
-        "import json, sys\n"
+        "import json, os, sys\n"
         "from pathlib import Path\n"
+        "from hindsight_batch import workers\n"
         "from hindsight_batch.api import ImportOptions, run_import\n"
+        "plan = workers.plan_or_skip\n"
+        "def planned(path, *args, **kwargs):\n"
+        "    if path.name == sys.argv[3]:\n"
+        "        os._exit(9)  # as a crash in C code or the kernel's OOM killer would end it\n"
+        "    return plan(path, *args, **kwargs)\n"
+        "workers.plan_or_skip = planned\n"
         "asked = json.loads(sys.argv[1])\n"
         "if 'config_file' in asked:\n"
         "    asked['config_file'] = Path(asked['config_file'])\n"
@@ -33,10 +41,11 @@ def _import_showing_progress(tmp_path: Path, **options: object) -> str:
         "print(result.data['files'], result.data['failed_files_total'])\n"
     )
     env = {**os.environ, "TQDM_MININTERVAL": "0", "TQDM_MINITERS": "1"}
-    done = subprocess.run([sys.executable, "-c", probe, json.dumps(options), str(tmp_path / "sessions")],
+    done = subprocess.run([sys.executable, "-c", probe, json.dumps(options), str(tmp_path / "sessions"),
+                           kill],
                           capture_output=True, text=True, timeout=300, env=env, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split()[1] == "0", done.stderr[-2000:]  # no file failed
+    assert done.stdout.split()[1] == str(failed), done.stderr[-2000:]
     return done.stderr
 
 
@@ -73,6 +82,22 @@ def test_with_jobs_the_bar_moves_by_bytes_while_workers_read(tmp_path: Path) -> 
     whole_files = {sum(chosen) for r in range(len(sizes) + 1) for chosen in itertools.combinations(sizes, r)}
     within = [value for value in done if all(abs(value - whole) > 0.2e6 for whole in whole_files)]
     assert within, f"the bar only moved when a whole file was done: {sorted(set(done))}"
+
+
+def test_a_worker_that_dies_with_the_bar_on_fails_its_file_only_and_the_bar_still_ends_full(tmp_path: Path) -> None:
+    """The pipe the workers report on outlives a worker that dies (no lock left held): the run goes on in a
+    fresh pool, the dead worker's file fails alone, and the bar still reaches every byte."""
+    sizes = []
+    for n in range(4):
+        session = SessionBuilder(cwd="/work/die", session_id=f"die-{n}")
+        for step in range(6):
+            session.user(f"step {step} of session {n}")
+            session.tool_result("bash", "y" * 1_000_000)
+        sizes.append(session.write(tmp_path / "sessions" / f"s{n}.jsonl").stat().st_size)
+    states = _positions(_import_showing_progress(tmp_path, kill="s1.jsonl", failed=1, jobs=2,
+                                                 live_retained="include"))
+    done = [state[0] for state in states]
+    assert done == sorted(done) and abs(done[-1] - sum(sizes)) <= sum(sizes) * 0.006, done
 
 
 def test_on_apply_the_bar_counts_items_sent_and_then_confirmed(tmp_path: Path) -> None:
