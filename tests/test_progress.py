@@ -61,18 +61,23 @@ def _positions(drawn: str) -> list[tuple[float, float, str]]:
     return states
 
 
+def _large_sessions(tmp_path: Path, files: int, megabytes: int, line_bytes: int) -> list[int]:
+    """``files`` sessions s0.jsonl... of ``megabytes`` tool results of ``line_bytes`` each; their sizes."""
+    sizes = []
+    for n in range(files):
+        session = SessionBuilder(cwd="/work/big", session_id=f"big-{n}")
+        for step in range(megabytes):
+            session.user(f"step {step} of session {n}")
+            session.tool_result("bash", "x" * line_bytes)
+        sizes.append(session.write(tmp_path / "sessions" / f"s{n}.jsonl").stat().st_size)
+    return sizes
+
+
 def test_with_jobs_the_bar_moves_by_bytes_while_workers_read(tmp_path: Path) -> None:
     """``--jobs 2``: the bar moves within a file while a worker reads it (every 4 MB), not only when a worker
     is done. A worker reports the first line past 4 MiB (5.2 MB) into a file of 9.4 MB; whatever the order in
     which the two workers' reports arrive, a position drawn from one is no sum of whole files."""
-    sizes = []
-    for n in range(3):
-        session = SessionBuilder(cwd="/work/big", session_id=f"big-{n}")
-        for step in range(9):
-            session.user(f"step {step} of session {n}")
-            session.tool_result("bash", "x" * 1_040_000)
-        path = session.write(tmp_path / "sessions" / f"s{n}.jsonl")
-        sizes.append(path.stat().st_size)
+    sizes = _large_sessions(tmp_path, files=3, megabytes=9, line_bytes=1_040_000)
     states = _positions(_import_showing_progress(tmp_path, jobs=2, live_retained="include"))
     assert states, "no progress bar was drawn"
     done = [state[0] for state in states]
@@ -87,13 +92,7 @@ def test_with_jobs_the_bar_moves_by_bytes_while_workers_read(tmp_path: Path) -> 
 def test_a_worker_that_dies_with_the_bar_on_fails_its_file_only_and_the_bar_still_ends_full(tmp_path: Path) -> None:
     """The pipe the workers report on outlives a worker that dies (no lock left held): the run goes on in a
     fresh pool, the dead worker's file fails alone, and the bar still reaches every byte."""
-    sizes = []
-    for n in range(4):
-        session = SessionBuilder(cwd="/work/die", session_id=f"die-{n}")
-        for step in range(6):
-            session.user(f"step {step} of session {n}")
-            session.tool_result("bash", "y" * 1_000_000)
-        sizes.append(session.write(tmp_path / "sessions" / f"s{n}.jsonl").stat().st_size)
+    sizes = _large_sessions(tmp_path, files=4, megabytes=6, line_bytes=1_000_000)
     states = _positions(_import_showing_progress(tmp_path, kill="s1.jsonl", failed=1, jobs=2,
                                                  live_retained="include"))
     done = [state[0] for state in states]
