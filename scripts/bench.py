@@ -199,7 +199,7 @@ def main() -> None:
     variants: list[Variant] = [("this", command, env)]
     if args.before is not None:  # first in each round: the same interpreter, the other checkout's package
         before_env = {**env, "PYTHONPATH": str(args.before.resolve())}
-        variants.insert(0, ("before", [python, "-m", "hindsight_batch"], before_env))
+        variants.insert(0, ("before", command, before_env))  # PYTHONPATH comes before the editable install
     empty_dir = work / "empty"
     empty_dir.mkdir()
     shapes = [s for s in args.shapes.split(",") if s]
