@@ -173,18 +173,24 @@ class Importer:
             reviewed = self.options.reviewed
             if reviewed is not None and self._configuration_changed(reviewed):
                 total = 0  # nothing is read: every source is refused
+            still_open = 0
             with progress_bar(total=total, unit="B", unit_scale=True, disable=not self.options.progress,
-                              desc="import", leave=False) as bar, collections_between_files():
-                if reviewed is not None and reviewed.configuration_changed:
-                    pass
-                elif self.options.jobs > 1:
-                    self._plan_in_workers(bar)
-                else:
-                    self._plan_here_one_by_one(bar)
-            self._flush_ledger()
+                              desc="import", leave=False) as bar:
+                with collections_between_files():
+                    if reviewed is not None and reviewed.configuration_changed:
+                        pass  # every reviewed source is refused unread (reviewed.finish says so)
+                    elif self.options.jobs > 1:
+                        self._plan_in_workers(bar)
+                    else:
+                        self._plan_here_one_by_one(bar)
+                self._flush_ledger()
+                if self.uploader is not None:  # the bar stays while the last requests go and --wait confirms
+                    if self.options.progress:
+                        self.uploader.changed = lambda: self._show_upload(bar, refresh=True)
+                    self.uploader.finish()
+                    if self.options.wait:
+                        still_open = self.uploader.wait_for_operations(self.options.wait_timeout)
             if self.uploader is not None:
-                self.uploader.finish()
-                still_open = self.uploader.wait_for_operations(self.options.wait_timeout) if self.options.wait else 0
                 stats = self.uploader.stats
                 summary.upload = {
                     "requests": stats.requests,
@@ -248,16 +254,24 @@ class Importer:
             return PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
                             self.options.include_content, job.handled)
 
+        reported: dict[Path, int] = {}  # bytes of a file a worker said it has read, already on the bar
+
+        def read(job: _Job, offset: int) -> None:
+            offset = min(offset, job.size)  # a file still growing counts what it was when the run began
+            if offset > reported.get(job.path, 0):
+                bar.update(offset - reported.get(job.path, 0))
+                reported[job.path] = offset
+
         def done(job: _Job, outcome: PlanOutcome | BaseException) -> None:
             if isinstance(outcome, BaseException):
                 self.accounting.file_failed(job.path, outcome)
             else:
                 self.times.add(outcome[1])
                 self._finish(job, outcome[0])
-            bar.update(job.size)
+            bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 
-        run_in_workers(self.options.jobs, prepared(), task_for, done)
+        run_in_workers(self.options.jobs, prepared(), task_for, done, read if self.options.progress else None)
 
     def _prepare(self, path: Path) -> _Job | None:
         """What is left to plan of ``path``, or None (:meth:`_job_for`); anything that fails on this file (it
@@ -398,12 +412,15 @@ class Importer:
         return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
                             self.options.include_content, self.times, job.handled, moved)
 
-    def _show_upload(self, bar: ProgressBar) -> None:
-        """On --apply, the bar also says how many items were sent and how many the server confirmed."""
+    def _show_upload(self, bar: ProgressBar, refresh: bool = False) -> None:
+        """On --apply, the bar also says how many items were sent and how many the server confirmed (``refresh``:
+        at once, when the bar's bytes no longer move: the last requests, --wait)."""
         if self.uploader is not None and self.options.progress:
             statuses = self.uploader.stats.statuses
-            bar.set_postfix_str(f"items sent {statuses['sent'] + statuses['confirmed']}, "
-                                f"confirmed {statuses['confirmed']}", refresh=False)
+            failed = statuses["failed"] + statuses["missing"]
+            bar.set_postfix_str(f"items sent {statuses['sent'] + statuses['confirmed'] + statuses['missing']}, "
+                                f"confirmed {statuses['confirmed']}" + (f", failed {failed}" if failed else ""),
+                                refresh=refresh)
 
     def _finish(self, job: _Job, plan: SessionPlan | str) -> None:
         """A planned session into the summary, the manifest, the ledger's pending rows and the upload sink.

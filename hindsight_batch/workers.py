@@ -1,6 +1,6 @@
 """``import --jobs N``: planning sessions in worker processes (:func:`run_in_workers`). The parent sends a
 :class:`PlanTask` per session and gets the plan back; the entry index stays in the worker. Workers end with their
-parent.
+parent. While they read, workers tell the parent how far (the progress bar moves by bytes, as with one process).
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import gc
 import multiprocessing
 import os
 import signal
+import struct
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
@@ -27,6 +28,9 @@ from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.session.model import SessionHeader
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 
 @dataclass(frozen=True)
@@ -43,20 +47,28 @@ class PlanTask:
 
 
 _WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
+_PROGRESS: Connection | None = None  # in a worker: where it says how far it has read (None: nobody watches)
+_REPORT = struct.Struct("=qq")  # (ticket of the file, bytes read): one small write, atomic on a pipe
+PROGRESS_POLL = 0.2  # seconds the parent waits for a plan before it moves the bar again
 
 
-def worker_pool(jobs: int) -> ProcessPoolExecutor:
-    """``jobs`` worker processes: forked where the system can (no second import of the package), and each
-    ended with the process that started it."""
+def _context() -> multiprocessing.context.BaseContext:
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_started,
-                               initargs=(os.getpid(),))
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def _worker_started(parent: int) -> None:
+def worker_pool(jobs: int, progress: Connection | None = None) -> ProcessPoolExecutor:
+    """``jobs`` worker processes: forked where the system can (no second import of the package), and each
+    ended with the process that started it. ``progress``: the writing end of the pipe they report reading on."""
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_worker_started,
+                               initargs=(os.getpid(), progress))
+
+
+def _worker_started(parent: int, progress: Connection | None = None) -> None:
     """A worker must not outlive its import (a cron timeout or a kill ends the parent): on Linux the kernel ends
     it with its parent. Elsewhere it ends when the parent's queue closes."""
+    global _PROGRESS
+    _PROGRESS = progress
     # Ctrl-C reaches the whole process group: the parent handles it (records the run, ends the workers); a
     # worker would only print a traceback. SIGTERM (from the parent's end_workers) simply ends a worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -81,15 +93,24 @@ def end_workers(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
 
 
-def plan_in_worker(task: PlanTask) -> tuple[SessionPlan | str, StageTimes]:
-    """Plan one session in a worker process. The entry index stays here: the parent needs counts and rows."""
+def plan_in_worker(task: PlanTask, ticket: int = -1) -> tuple[SessionPlan | str, StageTimes]:
+    """Plan one session in a worker process. The entry index stays here: the parent needs counts and rows.
+    How far the file has been read goes to the parent's pipe, under ``ticket``, every few MB."""
     hosts = tuple(task.settings.redaction.private_hosts)
     redactor = _WORKER_REDACTORS.get((task.fingerprint_key, hosts))
     if redactor is None:
         redactor = _WORKER_REDACTORS[(task.fingerprint_key, hosts)] = Redactor(task.fingerprint_key, hosts)
     times = StageTimes()
+    pipe = _PROGRESS
+
+    def report(offset: int) -> None:
+        # Written before the plan is returned, so the parent has every report of a file once its plan arrives.
+        # No lock: a write this small is atomic on a pipe (PIPE_BUF), and a worker killed mid-report holds none.
+        assert pipe is not None
+        pipe.send_bytes(_REPORT.pack(ticket, offset))
+
     plan = plan_or_skip(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
-                        task.handled)
+                        task.handled, report if pipe is not None and ticket >= 0 else None)
     if isinstance(plan, str):
         return plan, times
     plan.session.entries = []
@@ -121,53 +142,84 @@ def run_in_workers(
     prepared: Iterable[Job],
     task_for: Callable[[Job], PlanTask],
     done: Callable[[Job, PlanOutcome | BaseException], None],
+    read: Callable[[Job, int], None] | None = None,
 ) -> None:
     """Plan ``prepared`` in ``jobs`` worker processes and hand each outcome to ``done`` in file order, so the
     manifest, the ledger and the uploads are the same as with one process. ``done`` hears a plan, or the exception
-    that failed this file only (a :class:`HindsightBatchError` stops the run instead).
+    that failed this file only (a :class:`HindsightBatchError` stops the run instead). ``read(job, offset)`` hears
+    how far a worker has read a file not yet done (every few MB), always before ``done`` hears that file.
 
     While a large session is planned, the other workers go on with the files after it; their plans wait for it,
     up to ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
-    waiting: deque[tuple[Job, Future[PlanOutcome]]] = deque()
+    waiting: deque[tuple[Job, Future[PlanOutcome], int]] = deque()
+    reading: dict[int, Job] = {}  # ticket -> a file submitted and not yet done: its reports are passed on
+    tickets = iter(range(1 << 62))
     backlog = 0
-    pool = worker_pool(jobs)
+    reports, progress = _context().Pipe(duplex=False) if read is not None else (None, None)
+    pool = worker_pool(jobs, progress)
 
-    def submit(job: Job, into: ProcessPoolExecutor) -> Future[PlanOutcome]:
-        return into.submit(plan_in_worker, task_for(job))
+    def submit(job: Job, into: ProcessPoolExecutor, ticket: int) -> Future[PlanOutcome]:
+        reading[ticket] = job
+        return into.submit(plan_in_worker, task_for(job), ticket)
+
+    def pass_reports() -> None:
+        """Every report already in the pipe, to ``read`` (a file done or given up is ignored)."""
+        while reports is not None and read is not None and reports.poll():
+            ticket, offset = _REPORT.unpack(reports.recv_bytes())
+            job = reading.get(ticket)
+            if job is not None:
+                read(job, offset)
+
+    def result(future: Future[PlanOutcome]) -> PlanOutcome:
+        """The plan, the bar moving while a worker reads (a bounded wait at a time, never a busy loop)."""
+        while reports is not None and not future.done():
+            pass_reports()
+            wait([future], timeout=PROGRESS_POLL)
+        outcome = future.result()
+        pass_reports()  # the worker wrote its last reports before its plan: all are in the pipe now
+        return outcome
 
     def finish_first() -> None:
         nonlocal backlog, pool, waiting
-        job, future = waiting.popleft()
+        job, future, ticket = waiting.popleft()
         backlog -= job.size
         outcome: PlanOutcome | BaseException
         try:
-            outcome = future.result()
+            outcome = result(future)
         except BrokenProcessPool:
             # A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with it.
             # The others go to a fresh pool; this file is planned again on its own, so a file that kills its
             # worker twice is the one that failed.
             pool.shutdown(wait=False, cancel_futures=True)
-            pool = worker_pool(jobs)
-            waiting = deque((j, submit(j, pool)) for j, _ in waiting)
+            pool = worker_pool(jobs, progress)
+            waiting = deque((j, submit(j, pool, t), t) for j, _, t in waiting)
             outcome = _plan_alone(task_for(job))
         except HindsightBatchError:
             raise
         except Exception as exc:  # planning this file failed in its worker: this file only
             outcome = exc
+        finally:
+            del reading[ticket]
         done(job, outcome)
 
     try:
         for job in prepared:
-            waiting.append((job, submit(job, pool)))
+            ticket = next(tickets)
+            waiting.append((job, submit(job, pool, ticket), ticket))
             backlog += job.size
+            pass_reports()
             while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0][1].done()):
                 finish_first()
         while waiting:
             finish_first()
+        pool.shutdown(wait=True)
     except BaseException:
         end_workers(pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
         raise
-    pool.shutdown(wait=True)
+    finally:
+        for end in (reports, progress):
+            if end is not None:
+                end.close()
 
 
 def _plan_alone(task: PlanTask) -> PlanOutcome | BaseException:

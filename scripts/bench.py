@@ -10,11 +10,15 @@ MB/s, peak RSS from wait4's rusage of each child), the ratio import/bare per rou
     per shape: median >= 0.30x bare json.loads and >= 60 MB/s; catch-up re-run <= 1 s; empty folder <= 0.25 s
 
     .venv/bin/python scripts/bench.py [--size 100] [--rounds 3] [--shapes default,small-files,...]
-                                      [--builds pure,compiled] [--corpora DIR] [--json-out F]
+                                      [--builds pure,compiled] [--corpora DIR] [--json-out F] [--before DIR]
 
 --builds compiled runs scripts/compile.sh first (one table per build) and scripts/compile.sh --clean at the end,
 whatever happens. The import runs with HOME pointed at an empty folder and no HINDSIGHT_* variables: the default
-configuration, no server reachable (the live-retained check then reports that it could not check).
+configuration, no server reachable (the live-retained check then reports that it could not check). Python writes
+and reuses its bytecode caches (PYTHONDONTWRITEBYTECODE is dropped), as an installed tool does.
+--before DIR: also run the package in DIR (another checkout, e.g. ``git worktree add DIR main``, on the same
+interpreter and dependencies) right before each import of this one, so both meet the same load; one table each.
+The empty folder row also gives CPU seconds (user + system), which a loaded machine disturbs less than wall time.
 Corpora are written once under --corpora (default: a temporary folder) and reused when present.
 """
 
@@ -53,8 +57,12 @@ print(json.dumps({"bytes": size, "records": records}))
 """
 
 
+CPU_SECONDS: dict[int, float] = {}  # pid -> user + system seconds of a finished child (from os.wait4)
+
+
 def run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB, the child's own, from ``os.wait4``) and standard output of one process."""
+    """Wall seconds, peak RSS (MB, the child's own, from ``os.wait4``) and standard output of one process (its
+    CPU seconds in ``CPU_SECONDS[-1]``)."""
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
         started = time.perf_counter()
         child = subprocess.Popen(args, stdout=out_file, stderr=err_file, env=env)
@@ -62,6 +70,7 @@ def run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
         seconds = time.perf_counter() - started
         code = os.waitstatus_to_exitcode(status)
         child.returncode = code  # reaped here: Popen must not wait for it again
+        CPU_SECONDS[-1] = usage.ru_utime + usage.ru_stime
         out_file.seek(0)
         err_file.seek(0)
         out, err = out_file.read().decode(), err_file.read().decode(errors="replace")
@@ -89,22 +98,32 @@ def ok(good: bool) -> str:
     return "OK" if good else "MISSED"
 
 
-def bench_shape(command: list[str], python: str, corpus: Path, rounds: int, work: Path,
-                env: dict[str, str]) -> dict[str, object]:
-    imports: list[tuple[float, float, dict[str, object]]] = []
+Variant = tuple[str, list[str], dict[str, str]]  # label, command, environment
+
+
+def bench_shape(variants: list[Variant], python: str, corpus: Path, rounds: int, work: Path,
+                env: dict[str, str]) -> list[dict[str, object]]:
+    """Each round: the bare parse, then each variant's import and its catch-up re-run. One result per variant."""
+    imports: dict[str, list[tuple[float, float, dict[str, object]]]] = {label: [] for label, _c, _e in variants}
+    reruns: dict[str, list[float]] = {label: [] for label, _c, _e in variants}
     bares: list[float] = []
-    reruns: list[float] = []
     size = 0
     for index in range(rounds):
         bare_seconds, _rss, out = run_child([python, "-c", BARE, str(corpus)], env)
         size = int(json.loads(out)["bytes"])
         bares.append(bare_seconds)
-        state = work / f"state-{corpus.name}-{index}"
-        seconds, rss, out = run_child([*command, "import", str(corpus), "--state", str(state), "--json", "-q"], env)
-        imports.append((seconds, rss, json.loads(out)))
-        again, _rss, _out = run_child([*command, "import", str(corpus), "--state", str(state), "--json", "-q"], env)
-        reruns.append(again)
-        shutil.rmtree(state, ignore_errors=True)
+        for label, command, variant_env in variants:
+            state = work / f"state-{label}-{corpus.name}-{index}"
+            args = [*command, "import", str(corpus), "--state", str(state), "--json", "-q"]
+            seconds, rss, out = run_child(args, variant_env)
+            imports[label].append((seconds, rss, json.loads(out)))
+            reruns[label].append(run_child(args, variant_env)[0])
+            shutil.rmtree(state, ignore_errors=True)
+    return [_shape_result(corpus, size, imports[label], bares, reruns[label]) for label, _c, _e in variants]
+
+
+def _shape_result(corpus: Path, size: int, imports: list[tuple[float, float, dict[str, object]]],
+                  bares: list[float], reruns: list[float]) -> dict[str, object]:
     mb = size / 1e6
     rates = [mb / s for s, _r, _o in imports]
     bare_rates = [mb / s for s in bares]
@@ -118,7 +137,7 @@ def bench_shape(command: list[str], python: str, corpus: Path, rounds: int, work
     }
 
 
-def table(build: str, results: list[dict[str, object]], empty: list[float]) -> str:
+def table(build: str, results: list[dict[str, object]], empty: list[float], empty_cpu: list[float]) -> str:
     lines = [f"build: {build}", "",
              "| corpus | MB, files | import MB/s | bare json.loads MB/s | ratio | peak RSS MB | catch-up re-run s |",
              "|---|---|---|---|---|---|---|"]
@@ -130,15 +149,24 @@ def table(build: str, results: list[dict[str, object]], empty: list[float]) -> s
         assert isinstance(peak, list) and isinstance(bare, list)
         good = statistics.median(rates) >= 60 and statistics.median(ratios) >= 0.30
         lines.append(
-            f"| {r['shape']} | {float(r['mb']):.0f}, {r['files']} | {spread(rates)} | {spread(bare, 0)} | "
+            f"| {r['shape']} | {r['mb']:.0f}, {r['files']} | {spread(rates)} | {spread(bare, 0)} | "
             f"{spread(ratios, 2)} {ok(good)} | {spread(peak, 0)} | {spread(reruns, 2)} "
             f"{ok(statistics.median(reruns) <= 1.0)} |")
-    lines.append(f"| empty folder | 0 | wall {spread(empty, 3)} s {ok(statistics.median(empty) <= 0.25)} | | | | |")
+    lines.append(f"| empty folder | 0 | wall {spread(empty, 3)} s {ok(statistics.median(empty) <= 0.25)}; "
+                 f"CPU {spread(empty_cpu, 3)} s | | | | |")
     lines.append("")
     lines.append("stage seconds (last round): " + "; ".join(
         f"{r['shape']}: " + ", ".join(f"{k} {v}" for k, v in dict(r["stage_seconds"]).items())  # type: ignore[call-overload]
         for r in results))
     return "\n".join(lines)
+
+
+def warm_bytecode(python: str, env: dict[str, str]) -> None:
+    """Write the package's bytecode caches, as installing it does: no timed run pays for compiling it."""
+    probe = "import os, hindsight_batch; print(os.path.dirname(hindsight_batch.__file__))"
+    package = subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout
+    subprocess.run([python, "-m", "compileall", "-q", package.strip()], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def describe(python: str, env: dict[str, str]) -> str:
@@ -155,6 +183,8 @@ def main() -> None:
     parser.add_argument("--corpora", type=Path, help="where the corpora are written (kept, reused)")
     parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
     parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
+    parser.add_argument("--before", type=Path, help="another checkout to run alternately (its package folder's "
+                                                    "parent), e.g. a worktree of main")
     args = parser.parse_args()
     python = os.path.abspath(args.python)  # not resolve(): a venv's python is a symlink out of the venv
     command = [str(Path(python).parent / "hindsight-batch")]
@@ -163,8 +193,13 @@ def main() -> None:
     json_out = args.json_out.resolve()
     home = work / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT", "PI_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HINDSIGHT", "PI_")) and k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     env["HOME"] = str(home)
+    variants: list[Variant] = [("this", command, env)]
+    if args.before is not None:  # first in each round: the same interpreter, the other checkout's package
+        before_env = {**env, "PYTHONPATH": str(args.before.resolve())}
+        variants.insert(0, ("before", command, before_env))  # PYTHONPATH comes before the editable install
     empty_dir = work / "empty"
     empty_dir.mkdir()
     shapes = [s for s in args.shapes.split(",") if s]
@@ -175,11 +210,23 @@ def main() -> None:
         for build in args.builds.split(","):
             if build == "compiled":
                 subprocess.run([str(ROOT / "scripts" / "compile.sh")], check=True, env={**os.environ, "PY": python})
-            results = [bench_shape(command, python, path, args.rounds, work, env) for path in paths]
-            empty = [run_child([*command, "import", str(empty_dir), "--state", str(work / "state-empty"), "-q"],
-                               env)[0] for _ in range(max(args.rounds, 3))]
-            print(table(f"{build}: {describe(python, env)}", results, empty), "\n", flush=True)
-            report[build] = {"shapes": results, "empty_folder_seconds": empty}
+            for _label, _command, variant_env in variants:  # bytecode caches written before timing
+                warm_bytecode(python, variant_env)
+            per_shape = [bench_shape(variants, python, path, args.rounds, work, env) for path in paths]
+            empty: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _c, _e in variants}
+            for _ in range(max(args.rounds, 5)):
+                for label, variant_command, variant_env in variants:
+                    state = work / f"state-empty-{label}"
+                    seconds = run_child([*variant_command, "import", str(empty_dir), "--state", str(state), "-q"],
+                                        variant_env)[0]
+                    empty[label][0].append(seconds)
+                    empty[label][1].append(CPU_SECONDS[-1])
+            for index, (label, _c, variant_env) in enumerate(variants):
+                results = [shape[index] for shape in per_shape]
+                title = f"{build}, {label}: {describe(python, variant_env)}"
+                print(table(title, results, *empty[label]), "\n", flush=True)
+                report[f"{build}-{label}"] = {"shapes": results, "empty_folder_seconds": empty[label][0],
+                                              "empty_folder_cpu_seconds": empty[label][1]}
     finally:
         if "compiled" in args.builds:
             subprocess.run([str(ROOT / "scripts" / "compile.sh"), "--clean"], check=False,

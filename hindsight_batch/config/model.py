@@ -20,7 +20,11 @@ BankStrategy = Literal["per-repo", "per-directory", "git-branch", "pi-session", 
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    # defer_build: a section's validator is built when it is first used on its own, not at import; the settings
+    # build theirs (sections included) once, when the first configuration is read (about 50 ms less CPU for
+    # every command, scripts/bench.py's empty folder).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+                              defer_build=True)
 
 
 class RetainContent(_Section):
@@ -127,7 +131,8 @@ EXTENSION_ONLY_KEYS = frozenset(
 
 
 class Settings(_Section):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+                              defer_build=True)
 
     base_url: str = "http://localhost:8888"
     api_key: SecretStr | None = None

@@ -86,6 +86,7 @@ class Uploader:
         self._inflight: dict[Future[RetainAccepted], tuple[str, str, _Batch]] = {}
         self._operations: dict[tuple[str, str], list[str]] = {}
         self.stats = UploadStats()
+        self.changed: Callable[[], None] | None = None  # told when items are sent, confirmed or failed (the bar)
 
     def add(self, row: DocumentRow, payload: dict[str, object], size: int) -> None:
         batch = self._batches.setdefault(row.bank_id, _Batch())
@@ -135,6 +136,7 @@ class Uploader:
                 self.stats.statuses["failed"] += len(rows)
                 self.stats.error(f"{bank_id}: {len(rows)} item(s) failed: {exc}"
                                  + (f" ({ids[0]})" if len(ids) == 1 else ""))
+                self._changed()
                 continue
             except BaseException:
                 self._abort()
@@ -143,6 +145,11 @@ class Uploader:
             self._ledger.set_status(bank_id, ids, "sent")
             self.stats.statuses["sent"] += len(rows)
             self._operations[(bank_id, accepted.operation_id or op)] = ids
+            self._changed()
+
+    def _changed(self) -> None:
+        if self.changed is not None:
+            self.changed()
 
     def _split(self, bank_id: str, batch: _Batch) -> None:
         half = len(batch.rows) // 2
@@ -177,6 +184,7 @@ class Uploader:
                     self.stats.statuses["sent"] -= len(ids)  # counted as sent by this run; now settled
                 self.stats.statuses.update(outcome.statuses)
                 self.stats.errors.extend(outcome.errors[: 50 - len(self.stats.errors)])
+                self._changed()
             return not open_ops
 
         poll(settled, OPERATION_POLL, deadline=time.monotonic() + timeout, sleep=sleep or self._sleep)
