@@ -244,3 +244,29 @@ def test_apply_from_run_on_the_real_server(runner: CliRunner, tmp_path: Path, hi
     with hindsight_server.client() as client:
         held = {doc["id"] for doc in client.documents(bank)}
     assert held == planned(rows) - planned(rows, appended)
+
+
+def test_the_review_page_and_report_of_a_dry_run_show_every_session_from_run_sends(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """A second dry run reads only the new session and reuses the others (their rows stay under the first run):
+    its review page and its report still hold all of them, since --from-run sends all of them."""
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        setup = Setup(runner, tmp_path, url)
+        setup.dry_run()
+        late = SessionBuilder(cwd="/work/reviewed", session_id="0196f000-0000-7000-8000-000000000699")
+        late.user("Session late: we decided to keep the review page, implemented today.")
+        late.write(setup.folder / "--work-reviewed--" / "late.jsonl")
+        run_id, rows = setup.dry_run()
+        assert json.loads(invoke(runner, "report", "--run", run_id, "--json", *setup.common()).stdout)["chunks"] \
+            == len({(r["source_file"], r["segment"], r["chunk_index"]) for r in rows}) == 7
+        page = tmp_path / "review.html"
+        shown = invoke(runner, "review", "-o", str(page), *setup.common())  # the latest dry run by default
+        assert shown.exit_code == 0, shown.stderr
+        sent = setup.apply(run_id)
+    assert sent.exit_code == 0, sent.stderr
+    html = page.read_text(encoding="utf-8")
+    assert f"Review of run {run_id}" in html and '<span id="total-sessions">4</span>' in html
+    assert '<span id="total-chunks">7</span>' in html
+    assert json.loads(sent.stdout)["from_run"]["sessions_sent"] == 4 and set(fake.held(BANK)) == planned(rows)

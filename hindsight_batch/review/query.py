@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.sinks.ledger import RUN_ROWS_FILTER
 
 
 def rows_view(db: duckdb.DuckDBPyConnection) -> None:
@@ -24,7 +25,7 @@ def rows_view(db: duckdb.DuckDBPyConnection) -> None:
 
 # The chosen run's rows, read once (the view may compute its columns), and one row per chunk (a chunk written to
 # two banks has two manifest rows).
-_RUN_ROWS = "CREATE OR REPLACE TEMP TABLE review_run AS SELECT * FROM review_rows WHERE run_id = ?"
+_RUN_ROWS = f"CREATE OR REPLACE TEMP TABLE review_run AS SELECT * FROM review_rows m WHERE {RUN_ROWS_FILTER}"
 _CHUNKS = """
     CREATE OR REPLACE TEMP TABLE review_chunks AS
     SELECT source_file, segment, chunk_index,
@@ -63,8 +64,10 @@ def _iso(value: Any) -> str | None:
 
 def _pick_run(db: duckdb.DuckDBPyConnection, run_id: str | None) -> dict[str, Any]:
     if run_id is None:
-        # The latest run that planned something: a re-run over unchanged files reads nothing and has no rows.
+        # The latest run with a plan: rows of its own, or (a dry run) sources it reused, whose rows it takes as its
+        # own (RUN_ROWS_FILTER); an applied re-run over unchanged files has neither.
         found = db.execute("SELECT run_id FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM review_rows) "
+                           "OR run_id IN (SELECT run_id FROM run_sources) "
                            "ORDER BY started_at DESC LIMIT 1").fetchone()
         if not found:
             raise UsageError("the ledger holds no planned chunks yet: run 'hindsight-batch import' first")

@@ -145,7 +145,12 @@ class ManifestCounts:
 
 
 # A run's manifest rows with their write order (``r``), and each chunk's first row.
-_RUN_ROWS = ("WITH run_rows AS (SELECT rowid AS r, * FROM manifest WHERE run_id = ?), "
+# A run's manifest rows (``m``; the run's id is the query's parameter $1): those it wrote, and for each source a
+# dry run reused unchanged, the rows of the run that read it (they stay under that run): what ``report``, the review
+# page and ``import --apply --from-run`` (reviewed_items) all take as the run's plan.
+RUN_ROWS_FILTER = ("(m.run_id = $1 OR EXISTS (SELECT 1 FROM run_sources s WHERE s.run_id = $1 "
+                   "AND s.rows_run_id = m.run_id AND s.path = m.source_file))")
+_RUN_ROWS = (f"WITH run_rows AS (SELECT rowid AS r, * FROM manifest m WHERE {RUN_ROWS_FILTER}), "
              "chunks AS (SELECT * FROM run_rows QUALIFY row_number() OVER "
              "(PARTITION BY source_file, segment, chunk_index ORDER BY r) = 1) ")
 
