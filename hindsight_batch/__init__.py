@@ -13,7 +13,10 @@ The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer
   the file is too recent).
 * :func:`verify_documents` - compare the server with the ledger (:class:`VerifyReport`); :func:`forget_applied_run`
   undoes an applied run (:class:`ForgetReport`); :func:`ledger_report` summarises a run from the ledger;
-  :func:`preview_route` shows how a text would be routed (:class:`MemoryRouteDecision`).
+  :func:`preview_route` shows how a text would be routed (:class:`MemoryRouteDecision`);
+  :func:`write_review_page` writes a run's review page (one self-contained HTML file).
+* ``ImportOptions(apply=True, from_run=RUN)`` sends exactly what the dry run RUN planned
+  (:attr:`ImportResult.refused` counts the sessions refused because they changed since).
 * Errors: every failure a user can fix is a :class:`HindsightBatchError` whose ``exit_code`` the CLI exits with
   (:class:`UsageError` 2, :class:`ConfigError` 3, :class:`ServerError` 4, :class:`BusyError` 75).
 
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
         prune_paths,
         run_import,
         verify_documents,
+        write_review_page,
     )
     from hindsight_batch.config import Settings
     from hindsight_batch.errors import BusyError, ConfigError, HindsightBatchError, ServerError, UsageError
@@ -64,7 +68,7 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(("ImportOptions", "ImportResult", "StaleDocuments", "flush_queues", "forget_applied_run",
                      "ledger_report", "load_settings", "preview_route", "prune_paths", "run_import",
-                     "verify_documents"), "hindsight_batch.api"),
+                     "verify_documents", "write_review_page"), "hindsight_batch.api"),
     "Settings": "hindsight_batch.config",
     **dict.fromkeys(("BusyError", "ConfigError", "HindsightBatchError", "ServerError", "UsageError"),
                     "hindsight_batch.errors"),
@@ -105,6 +109,7 @@ __all__ = [
     "run_import",
     "stale_compiled",
     "verify_documents",
+    "write_review_page",
 ]
 
 

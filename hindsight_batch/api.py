@@ -119,6 +119,10 @@ def run_import(options: ImportOptions) -> ImportResult:
         raise UsageError("--wait goes with --apply")
     if options.from_run is not None and not options.apply:
         raise UsageError("--from-run goes with --apply: it sends what that dry run planned (a dry run is the review)")
+    if options.from_run is not None and (options.delete_stale or options.catch_up):
+        # Both act on more than the reviewed plan (deleting server documents; a scheduled run's own selection).
+        raise UsageError(f"--from-run sends exactly what was reviewed; it does not go with "
+                         f"{'--delete-stale' if options.delete_stale else '--catch-up'}")
     flags = {"import.branches": options.branches, "import.compaction": options.compaction,
              "userRetain.mode": options.mode}
     resolver = ConfigResolver(config_file=options.config_file, flags=flags)

@@ -33,7 +33,7 @@ STAGES: list[tuple[str, set[str]]] = [
     ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline", "rows"}),  # rows: what planning makes
     ("sinks", {"sinks", "queue", "client", "state"}),
     ("orchestration", {"importer", "live", "workers", "report", "verify", "forget", "prune", "review",
-                       "library", "api", "status", "accounting", "duplicates", "scheduling"}),
+                       "library", "api", "status", "accounting", "duplicates", "scheduling", "reviewed"}),
     ("cli", {"cli", "__main__"}),
 ]
 # Outside the stages: the package's own __init__ (its version and public API), which everyone may import, and the

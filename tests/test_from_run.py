@@ -205,6 +205,10 @@ def test_usage_errors(runner: CliRunner, tmp_path: Path) -> None:
         run_id, _ = setup.dry_run()
         without_apply = invoke(runner, "import", "--from-run", run_id, *setup.common())
         assert without_apply.exit_code == 2 and "--from-run goes with --apply" in without_apply.stderr
+        for other in ("--delete-stale", "--catch-up"):  # each acts on more than the reviewed plan
+            mixed = setup.apply(run_id, other)
+            assert mixed.exit_code == 2 and f"does not go with {other}" in mixed.stderr
+        assert fake.retain_requests == 0
         unknown = setup.apply("20990101T000000Z-deadbeef")
         assert unknown.exit_code == 2 and "20990101T000000Z-deadbeef: no such run" in unknown.stderr
         applied = setup.apply(run_id)

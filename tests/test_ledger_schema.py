@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,12 @@ def test_a_version_1_ledger_is_migrated_and_report_reuse_and_verify_work_on_it(
             kept = db.execute("SELECT count(*), count(DISTINCT source_file) FROM manifest").fetchone()
         assert version == ("2",) and kept == (len(applied), 2)
         assert "row" not in columns(old, "manifest") and "parsed_offset" not in columns(old, "sources")
+        # the ledger as it was is kept beside it (the older hindsight-batch can still use it), private
+        kept_copy = old / "ledger.v1.duckdb"
+        assert stat.S_IMODE(kept_copy.stat().st_mode) == 0o600
+        with duckdb.connect(str(kept_copy), read_only=True) as db:
+            assert "row" in [r[0] for r in db.execute("DESCRIBE manifest").fetchall()]
+            assert db.execute("SELECT count(*) FROM manifest").fetchone() == (len(applied),)
         assert columns(old, "manifest") == columns(current, "manifest")
         assert columns(old, "sources") == columns(current, "sources")
         assert columns(old, "run_sources") == columns(current, "run_sources")  # what --from-run checks

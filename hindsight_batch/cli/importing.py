@@ -143,8 +143,8 @@ def _print_from_run(reviewed: dict[str, Any], brief: bool) -> None:
                  "session(s)"
                  + (f"; ignored {ignored} path(s) not in that run" if ignored else ""))
     if reviewed["refused_total"]:
-        echo_err(f"REFUSED {reviewed['refused_total']} session(s) changed since the review of run {reviewed['run']} "
-                 "(nothing of them was sent):")
+        echo_err(f"REFUSED {reviewed['refused_total']} session(s) of the review of run {reviewed['run']} (nothing of "
+                 "them was sent; re-run the dry run to review them again):")
     for refused in reviewed["refused"]:
         echo_err(f"  refused: {refused['file']}: {refused['reason']}")
 

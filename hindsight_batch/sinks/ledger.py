@@ -25,7 +25,7 @@ import duckdb
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, UsageError
-from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask
+from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
 
@@ -222,6 +222,8 @@ class Ledger:
         return version
 
     def _migrate(self, version: int | None) -> None:
+        if version is not None and version < ledger_schema.SCHEMA_VERSION:
+            self._keep_copy(version)
         try:
             ledger_schema.migrate(self.db, self.path, version)
         except (OSError, duckdb.Error):
@@ -229,6 +231,21 @@ class Ledger:
         except Exception as exc:  # a row an older version stored that cannot be read: the ledger stays as it was
             raise LedgerPathError(f"ledger {self.path}: cannot bring it to schema version "
                                   f"{ledger_schema.SCHEMA_VERSION}: {failure_reason(exc)}") from None
+
+    def _keep_copy(self, version: int) -> None:
+        """Before a migration: the ledger as it is, as ``ledger.v<version>.duckdb`` beside it (0600), so that going
+        back to the hindsight-batch that wrote it stays possible (a migrated ledger is no use to it)."""
+        copy = self.path.with_name(f"ledger.v{version}.duckdb")
+        if copy.exists():
+            return
+        self.db.execute("CHECKPOINT")  # everything in the file itself, nothing left in its write-ahead log
+
+        def write(fd: int) -> None:
+            with self.path.open("rb") as source:
+                while block := source.read(1 << 20):
+                    write_all(fd, block)
+
+        replace_file(copy, write, private=True)
 
     def _close_db(self) -> None:
         self.db.close()
@@ -457,9 +474,6 @@ class Ledger:
 
     def documents_by_status(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall())
-
-    def known_document_ids(self) -> set[tuple[str, str]]:
-        return {(r[0], r[1]) for r in self.db.execute("SELECT bank_id, document_id FROM documents").fetchall()}
 
     def known_sessions(self) -> set[str]:
         rows = self.db.execute("SELECT session_id FROM sources UNION SELECT session_id FROM documents").fetchall()
