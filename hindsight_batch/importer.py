@@ -531,9 +531,7 @@ class Importer:
 
     def _reused_rows(self, key: str, run_id: str) -> list[ManifestRow]:
         """An unchanged source's rows from the run that last read it, statuses refreshed."""
-        from hindsight_batch.rows import ManifestRow
-
-        rows = [ManifestRow.from_json(data) for data in self.ledger.latest_rows(key, run_id)]
+        rows = self.ledger.latest_rows(key, run_id)
         return [replace(row, status=self._status(replace(row, status="planned")))
                 if row.status in ("planned", "unchanged") else row for row in rows]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
@@ -70,7 +70,12 @@ class ReviewedSource:
 
 
 # A reviewed item: what must be sent again, exactly (document id, item hash, bank).
-ReviewedItem = tuple[str, str, str]
+class ReviewedItem(NamedTuple):
+    """One item a dry run planned, as ``--from-run`` compares it with the plan made again."""
+
+    document_id: str
+    item_sha256: str
+    bank_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +367,7 @@ class Ledger:
             "WHERE s.run_id = ? AND m.document_id IS NOT NULL", [run_id]).fetchall()
         found: dict[str, set[ReviewedItem]] = {}
         for path, document, item, bank in rows:
-            found.setdefault(path, set()).add((document, item or "", bank or ""))
+            found.setdefault(path, set()).add(ReviewedItem(document, item or "", bank or ""))
         return found
 
     def _insert(self, statement: str, width: int, rows: list[list[Any]]) -> None:
@@ -558,9 +563,9 @@ class Ledger:
                 rows.append(manifest_table.from_columns(values))
         return window
 
-    def latest_rows(self, source_file: str, run_id: str) -> list[dict[str, Any]]:
-        """The manifest rows ``run_id`` wrote for ``source_file`` (as the manifest file had them, without content),
-        in the order written: what an unchanged source reuses. Looked up when the importer reaches the file,
+    def latest_rows(self, source_file: str, run_id: str) -> list[ManifestRow]:
+        """The manifest rows ``run_id`` wrote for ``source_file`` (as typed rows, without content), in the order
+        written: what an unchanged source reuses. Looked up when the importer reaches the file,
         together with the next sources in path order (the order files are imported in), a window at a time: one
         statement per file costs DuckDB 2-5 ms (binding 35 columns), seconds over a thousand files."""
         found = self._reuse.pop((source_file, run_id), None)
@@ -571,8 +576,9 @@ class Ledger:
             found = [manifest_table.from_columns(values) for values in self.db.execute(
                 f"SELECT {manifest_table.select_list()} FROM manifest WHERE run_id = ? AND source_file = ? "
                 "ORDER BY rowid", [run_id, source_file]).fetchall()]
-        result = found
-        return result
+        from hindsight_batch.rows import ManifestRow  # loads routing's models: only when rows are reused
+
+        return [ManifestRow.from_json(data) for data in found]
 
     def totals(self) -> dict[str, Any]:
         """How much the ledger holds: ``{"runs", "sources", "documents": {status: count}}``."""

@@ -36,7 +36,9 @@ class ManifestWriter:
     """Writes rows as they come, to a temporary file beside the manifest (``.<name>.<random>.partial``), renamed
     over ``path`` only when the run completes: a manifest at ``path`` is always a complete one. An interrupted or
     failed run removes its temporary file; only a killed one (SIGKILL) leaves it, visibly partial by its name.
-    A symlink stays a link (its target is replaced); a pipe or device (``/dev/stdout``) is written straight to."""
+    A symlink stays a link (its target is replaced); a pipe or device (``/dev/stdout``) is written straight to.
+    Not :func:`fsutil.replace_file`, which writes a file in one call: the manifest grows over the whole run, and
+    its temporary file is named, so that an interrupted run's partial manifest can be seen and found."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
