@@ -160,7 +160,14 @@ def run_in_workers(
 
     def submit(job: Job, into: ProcessPoolExecutor, ticket: int) -> Future[PlanOutcome]:
         reading[ticket] = job
-        return into.submit(plan_in_worker, task_for(job), ticket)
+        try:
+            return into.submit(plan_in_worker, task_for(job), ticket)
+        except BrokenProcessPool as exc:
+            # A worker died before its own future said so: this job waits in line like the others in flight,
+            # and reaching the head of the line finds the broken pool (finish_first starts a fresh one).
+            broken: Future[PlanOutcome] = Future()
+            broken.set_exception(exc)
+            return broken
 
     def pass_reports() -> None:
         """Every report already in the pipe, to ``read`` (a file done or given up is ignored)."""
