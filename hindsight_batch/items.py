@@ -6,7 +6,6 @@ import hashlib
 import posixpath
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
@@ -115,35 +114,6 @@ def observation_scopes(scope: SessionScope, settings: Settings) -> list[list[str
 def document_id(session_id: str, bank_role: str, segment: str, window: int) -> str:
     """Stable as the session grows: a window's id depends on its branch segment and position only."""
     return f"pi-import:{session_id}:{bank_role}:{segment}:w{window:04d}"
-
-
-def parse_timestamp(value: str | None) -> datetime | None:
-    """An ISO timestamp as an aware time (UTC when it names no zone), or None when there is none or it is not one."""
-    if not value:
-        return None
-    try:
-        stamp = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=UTC)
-
-
-def valid_timestamp(value: str | None) -> str | None:
-    """An ISO timestamp the server accepts, or None (the server then uses the time of the retain)."""
-    stamp = parse_timestamp(value)
-    return value if stamp is not None and stamp.year >= 1971 else None
-
-
-def utc_timestamp(value: str | None) -> str | None:
-    """A :func:`valid_timestamp` as ISO-8601 UTC (``2026-05-01T10:00:00.000Z``), or None."""
-    stamp = parse_timestamp(valid_timestamp(value))
-    if stamp is None:
-        return None
-    try:
-        stamp = stamp.astimezone(UTC)
-    except OverflowError:  # year 9999 with a negative offset
-        return None
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def content_sha256(content: bytes) -> str:

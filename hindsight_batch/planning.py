@@ -23,12 +23,9 @@ from hindsight_batch.items import (
     document_id,
     item_metadata,
     observation_scopes,
-    parse_timestamp,
     project_bank_id,
     session_context,
     session_scope,
-    utc_timestamp,
-    valid_timestamp,
 )
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
@@ -38,6 +35,7 @@ from hindsight_batch.rows import ManifestRow
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import branch_segments, context_view
+from hindsight_batch.timestamps import parse_timestamp, utc_timestamp, valid_timestamp
 
 
 @dataclass

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Stages in pipeline order; importing a module of a later stage is a layering violation.
 STAGES: list[tuple[str, set[str]]] = [
     ("base", {"errors", "jsoncodec", "textscan", "masking", "fsutil", "config", "poll", "polling", "types",
-              "settings"}),
+              "settings", "timestamps"}),
     ("read", {"session", "sources", "catchup"}),  # catchup reads session modes and retain cursors
     ("shape", {"retention", "redaction"}),
     ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline", "rows"}),  # rows: what planning makes

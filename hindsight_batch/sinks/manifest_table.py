@@ -12,10 +12,11 @@ there is one).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hindsight_batch import jsoncodec
+from hindsight_batch.timestamps import naive_utc
 
 # (name, DuckDB type) in table order: the manifest row contract, then ``annotations``.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -52,17 +53,6 @@ def _time_text(value: datetime) -> str:
     return value.isoformat(timespec="milliseconds") + "Z"
 
 
-def _parse_time(text: object) -> datetime | None:
-    """An ISO-8601 timestamp as naive UTC, or None when it is none."""
-    if not isinstance(text, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
-
-
 def _decision_value(decision: Mapping[str, Any], name: str) -> Any:
     """A decision field as the manifest writes it (camelCase, ``skipReason``), or by its Python name."""
     head, *rest = name.split("_")
@@ -88,7 +78,7 @@ def to_record(row: Mapping[str, Any]) -> dict[str, Any]:
         if name in _JSON_TEXT:
             record[name] = None if value is None else jsoncodec.dumps(value).decode()
         elif name in _TIMES:
-            parsed = _parse_time(value)
+            parsed = naive_utc(value)
             record[name] = None if parsed is None else parsed.isoformat(sep=" ")
             if value is not None and (parsed is None or _time_text(parsed) != value):
                 annotations[name] = value  # given back as written
