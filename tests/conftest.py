@@ -103,6 +103,17 @@ class SessionBuilder:
         return path
 
 
+def small_sessions(folder: Path, prefix: str, count: int = 3) -> Path:
+    """``count`` one-turn sessions of one project (cwd ``/work/<prefix>``, ids ``<prefix>-<n>``) as
+    ``folder/s<n>.jsonl``: a small corpus for tests about the run rather than the content."""
+    for n in range(count):
+        session = SessionBuilder(cwd=f"/work/{prefix}", session_id=f"{prefix}-{n}")
+        session.user(f"session {n}: we moved the build of this project to ninja")
+        session.assistant("done; the build runs ninja now")
+        session.write(folder / f"s{n}.jsonl")
+    return folder
+
+
 @contextlib.contextmanager
 def serving(server: HTTPServer, poll_interval: float = 0.5) -> Iterator[int]:
     """Serve ``server`` (bound to 127.0.0.1) in a thread while the block runs; yields its port."""

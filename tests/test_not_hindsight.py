@@ -18,7 +18,7 @@ from hindsight_batch.errors import EXIT_SERVER
 from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.hindsight import BadAnswer, HindsightClient
 from hindsight_batch.sinks.ledger import Ledger
-from tests.conftest import SessionBuilder, invoke, serving
+from tests.conftest import invoke, serving, small_sessions
 from tests.fake_hindsight import FakeState, fake_hindsight
 
 ANSWERS = {"404": (404, "application/json", b'{"detail": "Not Found"}'),
@@ -60,12 +60,7 @@ def _config(tmp_path: Path, url: str) -> str:
 
 
 def _sessions(tmp_path: Path) -> Path:
-    for n in range(3):
-        session = SessionBuilder(cwd="/work/nh", session_id=f"nh-{n}")
-        session.user(f"session {n}: we moved the build of this project to ninja")
-        session.assistant("done; the build runs ninja now")
-        session.write(tmp_path / "sessions" / f"s{n}.jsonl")
-    return tmp_path / "sessions"
+    return small_sessions(tmp_path / "sessions", "nh")
 
 
 def _statuses(state: Path) -> dict[str, str]:

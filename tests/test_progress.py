@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SessionBuilder
+from tests.conftest import SessionBuilder, small_sessions
 from tests.fake_hindsight import FakeState, fake_hindsight
 
 SCALE = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
@@ -103,11 +103,7 @@ def test_on_apply_the_bar_counts_items_sent_and_then_confirmed(tmp_path: Path) -
     """``--apply --wait``: the bar says how many items were sent and how many the server confirmed; the first
     answer about each request is "processing", so the bar shows them sent and not yet confirmed before it shows
     every one confirmed."""
-    for n in range(3):
-        session = SessionBuilder(cwd="/work/up", session_id=f"up-{n}")
-        session.user(f"session {n}: we moved the build of this project to ninja")
-        session.assistant("done; the build runs ninja now")
-        session.write(tmp_path / "sessions" / f"s{n}.jsonl")
+    small_sessions(tmp_path / "sessions", "up")
     config = tmp_path / "config.json"
     state = FakeState(processing_polls=1)
     with fake_hindsight(state) as url:

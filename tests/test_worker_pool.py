@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import SessionBuilder
+from tests.conftest import small_sessions
 
 # In a fresh process: the first pool refuses its third file as a pool whose worker just died does
 # (BrokenProcessPool at submit); every later pool is a real one.
@@ -44,11 +44,7 @@ print(json.dumps({"files": result.data["files"], "failed": result.data["failed_f
 
 
 def test_a_pool_found_broken_when_a_file_is_handed_out_is_replaced_and_every_file_is_planned(tmp_path: Path) -> None:
-    for n in range(5):
-        session = SessionBuilder(cwd="/work/pool", session_id=f"pool-{n}")
-        session.user(f"session {n}: we decided to keep the worker pool small")
-        session.assistant("noted")
-        session.write(tmp_path / "sessions" / f"s{n}.jsonl")
+    small_sessions(tmp_path / "sessions", "pool", count=5)
     done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "sessions"), str(tmp_path / "state"),
                            str(tmp_path / "plan.jsonl")], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
