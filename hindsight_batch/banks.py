@@ -37,7 +37,6 @@ from pathlib import Path, PurePosixPath
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
-from hindsight_batch.items import own_project_bank_id
 from hindsight_batch.masking import mask
 
 GIT_TIMEOUT = 5.0
@@ -357,6 +356,8 @@ class BankResolver:
             return settings.banks.project.bank_id, f"banks.project.bankId ({resolved.origin('banks.project.bankId')})"
         if settings.bank_id:
             return settings.bank_id, f"bankId ({resolved.origin('bankId')})"
+        from hindsight_batch.items import own_project_bank_id  # items (and its models) load only when needed
+
         return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
                                                     "pi-<project>-<sha256(cwd)[:8]>")
 

@@ -162,9 +162,15 @@ def _catch_up_line(data: dict[str, Any]) -> str:
             f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
-def _print_import_summary(data: dict[str, Any]) -> None:
+def _bank_labels(items: dict[Any, int]) -> dict[str, int]:  # keys: the summary's bank roles
+    if not items:  # nothing planned: routing (its models, the redactor) is not loaded just to name no bank
+        return items
     from hindsight_batch.routing.models import bank_label
 
+    return {bank_label(k): v for k, v in items.items()}
+
+
+def _print_import_summary(data: dict[str, Any]) -> None:
     out = echo_err
     rate = f" ({data['mb_per_second']} MB/s)" if data["mb_per_second"] else ""
     out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
@@ -189,7 +195,7 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
     out(f"  messages kept {data['messages_kept']}; dropped: {counts(data['messages_dropped'])}")
     out(f"  chunks {data['chunks']}; routes: {counts(data['routes'])}; items: "
-        f"{counts({bank_label(k): v for k, v in data['items_by_bank_role'].items()})}")
+        f"{counts(_bank_labels(data['items_by_bank_role']))}")
     out(f"  statuses: {counts(data['statuses'])}; redactions: {counts(data['redactions'])}")
     if data["skip_reasons"]:
         out(f"  skipped chunks by reason: {counts(data['skip_reasons'])}")

@@ -21,13 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-import duckdb
-
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
+from hindsight_batch.sinks.engine import duckdb
 
 if TYPE_CHECKING:
     from hindsight_batch.rows import ManifestRow, SourceRecord

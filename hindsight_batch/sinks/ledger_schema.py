@@ -15,10 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
-
 from hindsight_batch import jsoncodec
 from hindsight_batch.sinks import manifest_table
+from hindsight_batch.sinks.engine import duckdb
 
 SCHEMA_VERSION = 2
 

@@ -1,0 +1,15 @@
+"""DuckDB's engine, which is all the ledger uses (connections, ``execute``, its exception classes).
+
+The ``duckdb`` package is its compiled engine, ``_duckdb``, plus a Python layer the ledger never calls
+(relations, expressions, version metadata through ``importlib.metadata``): importing the package costs about
+0.1 s CPU at every start, the engine alone about 0.02 s (``scripts/bench.py``'s empty folder). The classes and
+functions are the same objects either way (``duckdb`` re-exports them from ``_duckdb``), so results, errors and
+files do not change; a ``duckdb`` without a separate engine module (before 1.4) is imported whole.
+"""
+
+try:
+    import _duckdb as duckdb
+except ImportError:  # pragma: no cover - older duckdb: the engine lives inside the package
+    import duckdb  # type: ignore[no-redef]
+
+__all__ = ["duckdb"]
