@@ -19,6 +19,7 @@ and plans the whole session (it writes nothing); ``--apply`` never runs without 
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,8 +75,6 @@ def unreachable(base_url: str, timeout: float = 3.0) -> str | None:
     """Why no TCP connection to the server can even be opened (refused, no such host, no answer in ``timeout``),
     or None. A plain socket, before httpx is loaded: a dry run with no server stays cheap. Not asked behind a
     proxy (httpx would go through it), nor for a URL without a host; None then, and httpx finds out."""
-    import socket  # only when a session is checked: an empty import does not load it
-
     parts = urllib.parse.urlsplit(base_url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)

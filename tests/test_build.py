@@ -42,21 +42,26 @@ def test_what_import_jobs_sends_between_processes_survives_pickling() -> None:
         assert pickle.loads(pickle.dumps(value)) == value
 
 
-def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp_path: Path) -> None:
+@pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "summary"])
+def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp_path: Path, quiet: bool) -> None:
     """Fixed costs: an import of an empty folder (a cron run with nothing new) and a dry run that does not ask
-    the server load neither the reading and planning modules nor the HTTP client or the progress bar."""
+    the server load neither the reading, routing and planning modules nor the HTTP client, the progress bar or
+    the duckdb package's Python layer (the ledger needs only its engine, ``_duckdb``), also when the summary is
+    printed."""
+    quiet_flag = ", '-q'" if quiet else ""
     probe = (
         "import sys\n"
         "from hindsight_batch.cli import cli\n"
-        f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r}, '-q',"
-        " '--live-retained', 'include'], standalone_mode=False)\n"
+        f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r},"
+        f" '--live-retained', 'include'{quiet_flag}], standalone_mode=False)\n"
         "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.redaction.redactor',"
-        " 'hindsight_batch.session.reader', 'hindsight_batch.routing.signals']\n"
+        " 'hindsight_batch.session.reader', 'hindsight_batch.routing', 'hindsight_batch.items', 'duckdb']\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     (tmp_path / "empty").mkdir()
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+    assert quiet or "files 0: sessions 0" in done.stderr
 
 
 def test_sources_edited_after_an_in_place_build_are_named(tmp_path: Path) -> None:
