@@ -29,7 +29,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -96,6 +95,8 @@ class Git:
 
     def run(self, cwd: str, *args: str) -> tuple[int, str]:
         """(exit code, stdout). Raises :class:`Unreproducible` when git cannot run at all."""
+        import subprocess  # only when a bank rule asks git: an empty import does not load it
+
         try:
             done = subprocess.run(
                 ["git", "-C", cwd, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",

@@ -78,3 +78,23 @@ def test_sources_edited_after_an_in_place_build_are_named(tmp_path: Path) -> Non
     (package / "session" / "reader.py").write_text("B = 2\n")
     assert stale_compiled(package) == ["session/reader.py"]
     assert stale_compiled(tmp_path) == []  # no record: a pure build, or one compiled elsewhere
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "__all__"), ("", ""), ("logfire", "logfire")])
+def test_the_command_skips_pydantic_plugin_discovery_unless_the_user_chose(given: str | None,
+                                                                          expected: str) -> None:
+    """Fixed costs: the command sets pydantic's documented PYDANTIC_DISABLE_PLUGINS (no scan of every installed
+    distribution's metadata at each start), but a value the user set is kept."""
+    probe = (
+        "import os, sys\n"
+        "from hindsight_batch.cli import main\n"
+        "sys.argv = ['hindsight-batch', '--version']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if given is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = given
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
+                          env=env)
+    assert done.stdout.splitlines()[-1] == repr(expected), done.stdout + done.stderr

@@ -18,7 +18,6 @@ import copy
 import json
 import os
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +93,8 @@ def _parse(path: Path, jsonc: bool = False) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
         if kind == "TOML":
+            import tomllib  # only when there is a TOML file: most runs read none
+
             try:
                 data: Any = tomllib.loads(text)
             except tomllib.TOMLDecodeError:
@@ -104,7 +105,7 @@ def _parse(path: Path, jsonc: bool = False) -> dict[str, Any]:
             data = json.loads(families.strip_jsonc(text))
         else:
             data = json.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+    except ValueError as exc:  # tomllib.TOMLDecodeError is one too
         raise ConfigError(label, "(file)", f"not valid {kind}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(label, "(file)", "the top level must be an object")

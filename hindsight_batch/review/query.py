@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
-
 from hindsight_batch.errors import UsageError
+from hindsight_batch.sinks.engine import duckdb
 from hindsight_batch.sinks.ledger import RUN_ROWS_FILTER
 
 
