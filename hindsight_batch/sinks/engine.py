@@ -4,7 +4,7 @@ The ``duckdb`` package is its compiled engine, ``_duckdb``, plus a Python layer 
 (relations, expressions, version metadata through ``importlib.metadata``): importing the package costs about
 0.1 s CPU at every start, the engine alone about 0.02 s (``scripts/bench.py``'s empty folder). The classes and
 functions are the same objects either way (``duckdb`` re-exports them from ``_duckdb``), so results, errors and
-files do not change; a ``duckdb`` without a separate engine module (before 1.4) is imported whole.
+files do not change; a ``duckdb`` release whose engine is not a module of its own is imported whole.
 """
 
 try:
