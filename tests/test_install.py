@@ -70,7 +70,7 @@ class Installed:
                               text=True, timeout=300, env=_env(self.home), cwd=self.root)
 
 
-def _install(root: Path, **env: str) -> Installed:
+def _install(root: Path, stale_build: bool = False, **env: str) -> Installed:
     root.mkdir(exist_ok=True)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -79,6 +79,11 @@ def _install(root: Path, **env: str) -> Installed:
                                capture_output=True, text=True, check=True, timeout=60).stdout.strip())
     (site / "borrowed-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
     source = _project_copy(root / "src")
+    if stale_build:  # what an earlier compiled install leaves in the checkout's build/ (pip builds in the tree)
+        for lib in ("lib", f"lib.{sysconfig.get_platform()}-{sys.implementation.cache_tag}"):
+            package = source / "build" / lib / "hindsight_batch"
+            package.mkdir(parents=True)
+            (package / f"_compiled__mypyc{sysconfig.get_config_var('EXT_SUFFIX')}").write_bytes(b"stale")
     home = root / "home"
     home.mkdir()
     install = subprocess.run(
@@ -105,10 +110,12 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 @pytest.fixture(scope="module")
 def fallback(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("fallback")
-    broken = root / "broken-cc"  # a C compiler that fails, as a missing or unusable one does
+    # A C compiler that fails, as a missing or unusable one does; and an earlier build's compiled modules in the
+    # checkout's build/, which a pure build must not ship.
+    broken = root / "broken-cc"
     broken.write_text("#!/bin/sh\necho 'broken-cc: this compiler always fails' >&2\nexit 1\n")
     broken.chmod(0o755)
-    return _install(root, CC=str(broken))
+    return _install(root, stale_build=True, CC=str(broken))
 
 
 def _import_samples(installed: Installed, state: Path) -> tuple[list[dict[str, Any]], str]:
@@ -161,7 +168,7 @@ def test_both_builds_import_the_samples_the_same(compiled: Installed, fallback: 
 
 
 def test_compile_0_installs_pure_without_a_note(tmp_path: Path) -> None:
-    installed = _install(tmp_path / "pure", HINDSIGHT_BATCH_COMPILE="0")
+    installed = _install(tmp_path / "pure", stale_build=True, HINDSIGHT_BATCH_COMPILE="0")
     assert installed.install.returncode == 0, _install_log(installed)
     assert "install backend dependencies" not in installed.install.stdout  # mypy and the rest are not fetched
     version = installed.run("--version")
