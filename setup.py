@@ -65,12 +65,14 @@ def _say(message: str) -> None:
 
 
 class BuildPy(build_py):
-    """Leaves nothing of an earlier build in ``build/lib`` (pip builds in the checkout's ``build/``): a fallback
-    or pure build must not ship a previous build's compiled modules, nor its record."""
+    """Leaves nothing of an earlier build in ``build/lib`` (pip builds in the checkout's ``build/``) that this one
+    would not make: a pure build must not ship a previous build's compiled modules, nor any build its record.
+    (When it compiles, ``BuildExt`` sorts the compiled modules out: left in place, unchanged ones are not
+    compiled again, which makes a reinstall shorter.)"""
 
     def run(self) -> None:
         package = Path(self.build_lib) / PACKAGE
-        for stale in [*_extension_files(package), package / BUILD_RECORD, package / SOURCES_RECORD]:
+        for stale in [*(_extension_files(package) if MODE == "0" else []), package / BUILD_RECORD]:
             stale.unlink(missing_ok=True)
         super().run()
 
@@ -93,14 +95,18 @@ class BuildExt(build_ext):
             except Exception as exc:  # mypyc, the C compiler or the linker failed
                 self.extensions = []
                 self._fall_back(exc)
-        if self.fallback is not None and not in_place:
-            package = Path(self.build_lib) / PACKAGE
-            for partial in _extension_files(package):
-                partial.unlink()
+        if in_place:
+            if self.extensions:
+                _record_sources(Path(PACKAGE))
+            return
+        package = Path(self.build_lib) / PACKAGE
+        built = {Path(output).resolve() for output in self.get_outputs()} if self.extensions else set()
+        for stale in _extension_files(package):  # partial, or an earlier build's
+            if stale.resolve() not in built:
+                stale.unlink()
+        if self.fallback is not None:
             package.mkdir(parents=True, exist_ok=True)
             (package / BUILD_RECORD).write_text(json.dumps({"build": "pure", "fallback": self.fallback}) + "\n")
-        elif self.extensions and in_place:
-            _record_sources(Path(PACKAGE))
 
     def _use(self, extensions: list[Extension]) -> None:
         """What setuptools' finalize_options does for each extension (no shared libraries here), for the ones
