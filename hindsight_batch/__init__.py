@@ -20,6 +20,9 @@ The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer
 * Errors: every failure a user can fix is a :class:`HindsightBatchError` whose ``exit_code`` the CLI exits with
   (:class:`UsageError` 2, :class:`ConfigError` 3, :class:`ServerError` 4, :class:`BusyError` 75).
 
+* :func:`build` names the build that runs (``"mypyc"`` or ``"pure"``); :func:`build_notice` says why an install
+  runs pure although it tried to compile (no C compiler, say), and is None otherwise.
+
 (``verify`` and ``forget`` are also module names in this package, so their functions carry longer names.)
 Importing this package is cheap: the names above are loaded on first use, so neither the pipeline nor httpx,
 tqdm or duckdb is imported until a function that needs it runs.
@@ -98,6 +101,7 @@ __all__ = [
     "VerifyReport",
     "__version__",
     "build",
+    "build_notice",
     "flush_queues",
     "forget_applied_run",
     "ledger_report",
@@ -130,12 +134,29 @@ __version__ = "0.1.0"
 
 # What scripts/compile.sh compiled in place: each source's SHA-256 at the time (relative path -> hex digest).
 COMPILED_SOURCES = "_compiled_sources.json"
+# Written by setup.py into an installed package whose compiled build failed: {"build": "pure", "fallback": why}.
+BUILD_RECORD = "_build.json"
 
 
 def build() -> str:
-    """``"mypyc"`` when the hot modules are compiled (``HINDSIGHT_BATCH_COMPILE=1``, see ``setup.py``), else
-    ``"pure"``: the compiled modules share one library, so its presence tells."""
+    """``"mypyc"`` when the hot modules are compiled (the default install where a C compiler is present, see
+    ``setup.py``), else ``"pure"``: the compiled modules share one library, so its presence tells."""
     return "mypyc" if importlib.util.find_spec("hindsight_batch._compiled__mypyc") is not None else "pure"
+
+
+def build_notice(package: Path | None = None) -> str | None:
+    """One line for a user whose install fell back to pure Python (the install's output said so, but pip hides
+    it): the pure build runs, and why. None when compiled, when pure by choice (``HINDSIGHT_BATCH_COMPILE=0``, an
+    editable install) and in a checkout."""
+    package = package or Path(__file__).parent
+    try:
+        reason = json.loads((package / BUILD_RECORD).read_text())["fallback"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(reason, str) or build() != "pure":
+        return None
+    return (f"hindsight-batch: note: the pure-Python build runs (slower) because the compiled one failed when it was "
+            f"installed: {reason}. See docs/build.md (HINDSIGHT_BATCH_COMPILE=0 installs pure without this note).")
 
 
 def stale_compiled(package: Path | None = None) -> list[str]:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build the mypyc-compiled modules (setup.py's COMPILED) in place, for .venv's editable install; --clean removes
-# them. While they exist they shadow their .py files: an edit to one of those modules takes effect only after
-# another build or a --clean (the CLI then warns, naming the edited files: hindsight_batch/_compiled_sources.json).
-# scripts/test.sh runs the suite both ways and always cleans up.
+# Build the mypyc-compiled modules (setup.py's COMPILED) in place, for .venv's editable install (which is pure
+# Python: docs/build.md); --clean removes them. While they exist they shadow their .py files: an edit to one of
+# those modules takes effect only after another build or a --clean (the CLI then warns, naming the edited files:
+# setup.py records their hashes in hindsight_batch/_compiled_sources.json). HINDSIGHT_BATCH_COMPILE=1: fail rather
+# than fall back to pure. scripts/test.sh runs the suite both ways and always cleans up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
@@ -24,14 +25,4 @@ if ! HINDSIGHT_BATCH_COMPILE=1 "$PY" -W ignore setup.py --quiet build_ext --inpl
     exit 1
 fi
 rm -f "$log"
-# Each compiled module's source as it was compiled: the CLI warns when one was edited since (its .so shadows it).
-"$PY" - <<'EOF'
-import hashlib, json
-from pathlib import Path
-package = Path("hindsight_batch")
-shadowed = {so.parent / (so.name.split(".", 1)[0] + ".py") for so in package.rglob("*.so")}
-record = {str(py.relative_to(package)): hashlib.sha256(py.read_bytes()).hexdigest()
-          for py in sorted(shadowed) if py.is_file()}
-(package / "_compiled_sources.json").write_text(json.dumps(record, indent=1) + "\n")
-EOF
 echo "compiled in place: $("$PY" -m hindsight_batch --version) (scripts/compile.sh --clean to undo)"

@@ -10,7 +10,9 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v '^WARNING: Location' || true
+# Editable, so pure Python (an edit takes effect at once; docs/build.md); =0 keeps it so whatever the shell exports.
+HINDSIGHT_BATCH_COMPILE=0 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 \
+    | grep -v '^WARNING: Location' || true
 .venv/bin/python -c 'import hindsight_batch, duckdb, ijson, pytest, playwright' >/dev/null
 # The review page's browser test (tests/test_review_browser.py) drives Debian's chromium through Playwright (never
 # Playwright's own browser downloads); installed once, only when it is missing.
@@ -21,7 +23,7 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 scripts/compile.sh --clean >/dev/null  # a build left by an interrupted run would shadow the sources
 echo "== ruff"
-.venv/bin/ruff check hindsight_batch tests scripts setup.py
+.venv/bin/ruff check hindsight_batch tests scripts setup.py build_backend
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest (pure Python)"

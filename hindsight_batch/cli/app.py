@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from hindsight_batch import __version__, build, stale_compiled
+from hindsight_batch import __version__, build, build_notice, stale_compiled
 from hindsight_batch.errors import (
     EXIT_INTERNAL,
     EXIT_ITEMS_FAILED,
@@ -142,6 +142,9 @@ def _warn_if_stale_build() -> None:
     if stale:
         echo_err(f"hindsight-batch: warning: {', '.join(stale)} changed since scripts/compile.sh compiled them; "
                  "the compiled modules run, not the edits (scripts/compile.sh again, or --clean)")
+    notice = build_notice()  # an install that fell back to pure Python: pip hid the build's reason
+    if notice:
+        echo_err(notice)
 
 
 def main() -> None:
