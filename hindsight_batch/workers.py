@@ -27,6 +27,7 @@ from hindsight_batch.errors import HindsightBatchError
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
+from hindsight_batch.reviewed import file_sha256
 from hindsight_batch.session.model import SessionHeader
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class PlanTask:
     run_id: str
     include_content: bool
     handled: CatchUpVerdict | None
+    hash_file: bool = False  # hash the file's bytes here, before planning reads it (not in the parent, one by one)
 
 
 _WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
@@ -93,9 +95,11 @@ def end_workers(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
 
 
-def plan_in_worker(task: PlanTask, ticket: int = -1) -> tuple[SessionPlan | str, StageTimes]:
+def plan_in_worker(task: PlanTask, ticket: int = -1) -> PlanOutcome:
     """Plan one session in a worker process. The entry index stays here: the parent needs counts and rows.
-    How far the file has been read goes to the parent's pipe, under ``ticket``, every few MB."""
+    How far the file has been read goes to the parent's pipe, under ``ticket``, every few MB. With
+    ``task.hash_file``, the SHA-256 of the file's bytes, read before planning reads the file (as the parent would)."""
+    sha256 = file_sha256(task.path) if task.hash_file else None
     hosts = tuple(task.settings.redaction.private_hosts)
     redactor = _WORKER_REDACTORS.get((task.fingerprint_key, hosts))
     if redactor is None:
@@ -112,13 +116,13 @@ def plan_in_worker(task: PlanTask, ticket: int = -1) -> tuple[SessionPlan | str,
     plan = plan_or_skip(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
                         task.handled, report if pipe is not None and ticket >= 0 else None)
     if isinstance(plan, str):
-        return plan, times
+        return plan, times, sha256
     plan.session.entries = []
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
-    return plan, times
+    return plan, times, sha256
 
 
-PlanOutcome = tuple[SessionPlan | str, StageTimes]
+PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
 
 
