@@ -101,7 +101,7 @@ class _Job:
 # batch per 200 sources was a twentieth of an import of many small files.
 FLUSH_ROWS = 2000
 FLUSH_SOURCES = 1000
-FLUSH_SECONDS = 2.0
+FLUSH_SECONDS = 5.0
 
 Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item hash, status) of documents sent
 

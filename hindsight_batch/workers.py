@@ -10,6 +10,7 @@ import ctypes
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
 import struct
 import sys
@@ -46,6 +47,35 @@ class PlanTask:
     include_content: bool
     handled: CatchUpVerdict | None
     hash_file: bool = False  # hash the file's bytes here, before planning reads it (not in the parent, one by one)
+
+    def __reduce__(self) -> tuple[Callable[..., PlanTask], tuple[object, ...]]:
+        """Pickled with its settings as bytes pickled once per settings object (many sessions share one; a
+        pydantic model took nine tenths of a task's pickling, both ways)."""
+        return _task, (self.path, self.header, _settings_pickled(self.settings), self.fingerprint_key, self.run_id,
+                       self.include_content, self.handled, self.hash_file)
+
+
+# The parent's settings, pickled (id -> (settings, bytes): the object is kept, so its id stays its own), and a
+# worker's, unpickled (bytes -> settings). Settings are never changed once made (one object serves every session
+# that shares them in a single process too).
+_SETTINGS_PICKLED: dict[int, tuple[Settings, bytes]] = {}
+_SETTINGS_UNPICKLED: dict[bytes, Settings] = {}
+
+
+def _settings_pickled(settings: Settings) -> bytes:
+    found = _SETTINGS_PICKLED.get(id(settings))
+    if found is None or found[0] is not settings:
+        found = _SETTINGS_PICKLED[id(settings)] = (settings, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL))
+    return found[1]
+
+
+def _task(path: Path, header: SessionHeader, settings: bytes, fingerprint_key: bytes, run_id: str,
+          include_content: bool, handled: CatchUpVerdict | None, hash_file: bool) -> PlanTask:
+    """A :class:`PlanTask` unpickled in a worker, its settings unpickled once per worker."""
+    unpickled = _SETTINGS_UNPICKLED.get(settings)
+    if unpickled is None:
+        unpickled = _SETTINGS_UNPICKLED[settings] = pickle.loads(settings)  # our own parent's bytes
+    return PlanTask(path, header, unpickled, fingerprint_key, run_id, include_content, handled, hash_file)
 
 
 _WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
