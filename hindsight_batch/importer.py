@@ -263,7 +263,8 @@ class Importer:
 
         def task_for(job: _Job) -> PlanTask:
             return PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
-                            self.options.include_content, job.handled, hash_file=not job.sha256)
+                            self.options.include_content, job.handled, hash_file=not job.sha256,
+                            keep_items=self.uploader is not None)
 
         reported: dict[Path, int] = {}  # bytes of a file a worker said it has read, already on the bar
 

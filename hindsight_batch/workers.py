@@ -47,12 +47,13 @@ class PlanTask:
     include_content: bool
     handled: CatchUpVerdict | None
     hash_file: bool = False  # hash the file's bytes here, before planning reads it (not in the parent, one by one)
+    keep_items: bool = True  # False: nothing is sent (a dry run); the plan comes back without its items' text
 
     def __reduce__(self) -> tuple[Callable[..., PlanTask], tuple[object, ...]]:
         """Pickled with its settings as bytes pickled once per settings object (many sessions share one; a
         pydantic model took nine tenths of a task's pickling, both ways)."""
         return _task, (self.path, self.header, _settings_pickled(self.settings), self.fingerprint_key, self.run_id,
-                       self.include_content, self.handled, self.hash_file)
+                       self.include_content, self.handled, self.hash_file, self.keep_items)
 
 
 # The parent's settings, pickled (id -> (settings, bytes): the object is kept, so its id stays its own), and a
@@ -70,12 +71,13 @@ def _settings_pickled(settings: Settings) -> bytes:
 
 
 def _task(path: Path, header: SessionHeader, settings: bytes, fingerprint_key: bytes, run_id: str,
-          include_content: bool, handled: CatchUpVerdict | None, hash_file: bool) -> PlanTask:
+          include_content: bool, handled: CatchUpVerdict | None, hash_file: bool, keep_items: bool) -> PlanTask:
     """A :class:`PlanTask` unpickled in a worker, its settings unpickled once per worker."""
     unpickled = _SETTINGS_UNPICKLED.get(settings)
     if unpickled is None:
         unpickled = _SETTINGS_UNPICKLED[settings] = pickle.loads(settings)  # our own parent's bytes
-    return PlanTask(path, header, unpickled, fingerprint_key, run_id, include_content, handled, hash_file)
+    return PlanTask(path, header, unpickled, fingerprint_key, run_id, include_content, handled, hash_file,
+                    keep_items)
 
 
 _WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
@@ -148,8 +150,22 @@ def plan_in_worker(task: PlanTask, ticket: int = -1) -> PlanOutcome:
     if isinstance(plan, str):
         return plan, times, sha256
     plan.session.entries = []
+    if not task.keep_items:
+        _drop_items(plan)
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
     return plan, times, sha256
+
+
+def _drop_items(plan: SessionPlan) -> None:
+    """A plan whose items will not be sent, without them (most of what comes back to the parent is their text;
+    the rows say what they are). Kept when a content cannot be encoded: the parent fails the file as it always
+    has (it encodes every item before it writes anything of the file)."""
+    try:
+        for planned in plan.items:
+            planned.item.content.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    plan.items = []
 
 
 PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
