@@ -18,9 +18,22 @@ class SessionOwners:
         """The path that imports ``session_id``, ``path`` being one that holds it."""
         if self._session_files is None:
             self._session_files = {}
+            folders: dict[str, str] = {}  # each folder resolved once (thousands of sources share a few)
             for known_path, session in self._known().items():
                 if os.path.isfile(known_path):  # os.path, not Path: once per source the ledger knows
-                    self._session_files.setdefault(session, set()).add(os.path.realpath(known_path))
+                    self._session_files.setdefault(session, set()).add(_realpath(known_path, folders))
         paths = self._session_files.setdefault(session_id, set())
         paths.add(path)
         return min(p for p in paths if p == path or os.path.isfile(p))
+
+
+def _realpath(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, its folder's from ``folders`` (filled here): a path that is not a symlink is
+    its resolved folder plus its name."""
+    folder, name = os.path.split(path)
+    if not name or name in (".", "..") or not folder or os.path.islink(path):
+        return os.path.realpath(path)
+    resolved = folders.get(folder)
+    if resolved is None:
+        resolved = folders[folder] = os.path.realpath(folder)
+    return os.path.join(resolved, name)

@@ -31,8 +31,9 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
 from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
+from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
-from hindsight_batch.sinks.manifest import ManifestWriter, encode_rows
+from hindsight_batch.sinks.manifest import ManifestWriter, encode_lines
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
@@ -95,6 +96,13 @@ class _Job:
     sha256: str | None = None  # of the file's bytes, checked before planning
 
 
+# What is read is written to the ledger in batches: at most this many manifest rows or sources, or this many
+# seconds of work, wait (a killed run reads them again). Each batch costs DuckDB a few statements (~20 ms): a
+# batch per 200 sources was a twentieth of an import of many small files.
+FLUSH_ROWS = 2000
+FLUSH_SOURCES = 1000
+FLUSH_SECONDS = 5.0
+
 Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item hash, status) of documents sent
 
 
@@ -143,7 +151,8 @@ class Importer:
         self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
         self._known: dict[str, SourceState] = {}
         self._applied: Applied = {}
-        self._pending_rows: list[ManifestRow] = []
+        self._pending_records: list[bytes] = []  # manifest rows for the ledger (manifest_table.record_line)
+        self._flush_due = time.monotonic() + FLUSH_SECONDS
         self._pending_sources: list[SourceRecord] = []
         self._pending_reviewable: list[ReviewedSource] = []  # a dry run's sources, for --from-run
         self.times = StageTimes()
@@ -169,7 +178,7 @@ class Importer:
             self.ledger.start_run(summary.run_id, "import", summary.mode)
             self._known = self.ledger.sources()
             self._applied = self.ledger.document_hashes()
-            total = sum(file_size(p) for p in self.files)
+            total = sum(file_size(p) for p in self.files) if self.options.progress else 0  # (no bar: no stat)
             reviewed = self.options.reviewed
             if reviewed is not None and self._configuration_changed(reviewed):
                 total = 0  # nothing is read: every source is refused
@@ -234,7 +243,8 @@ class Importer:
                     self.accounting.file_failed(path, exc)
                 else:
                     self._finish(job, plan)
-            bar.update(file_size(path) - (moved.done if moved else 0))
+            if moved is not None:
+                bar.update(file_size(path) - moved.done)
             self._show_upload(bar)
             gc.collect(0)
 
@@ -244,15 +254,17 @@ class Importer:
 
         def prepared() -> Iterator[_Job]:
             for path in self.files:
-                job = self._prepare(path)
+                job = self._prepare(path, hash_here=False)  # hashed in the worker (task_for)
                 if job is None:
-                    bar.update(file_size(path))
+                    if self.options.progress:
+                        bar.update(file_size(path))
                 else:
                     yield job
 
         def task_for(job: _Job) -> PlanTask:
             return PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
-                            self.options.include_content, job.handled)
+                            self.options.include_content, job.handled, hash_file=not job.sha256,
+                            keep_items=self.uploader is not None)
 
         reported: dict[Path, int] = {}  # bytes of a file a worker said it has read, already on the bar
 
@@ -267,26 +279,27 @@ class Importer:
                 self.accounting.file_failed(job.path, outcome)
             else:
                 self.times.add(outcome[1])
-                self._finish(job, outcome[0])
+                self._finish(job if outcome[2] is None else replace(job, sha256=outcome[2]), outcome[0])
             bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 
         run_in_workers(self.options.jobs, prepared(), task_for, done, read if self.options.progress else None)
 
-    def _prepare(self, path: Path) -> _Job | None:
+    def _prepare(self, path: Path, hash_here: bool = True) -> _Job | None:
         """What is left to plan of ``path``, or None (:meth:`_job_for`); anything that fails on this file (it
         cannot be read, even at the header peek; a catch-up verdict that cannot be read) is this file's failure."""
         try:
-            return self._job_for(path)
+            return self._job_for(path, hash_here)
         except HindsightBatchError:
             raise  # a configuration error stops the run (exit 3, naming the file and key), as S8 wants
         except Exception as exc:
             self.accounting.file_failed(path, exc)
             return None
 
-    def _job_for(self, path: Path) -> _Job | None:
+    def _job_for(self, path: Path, hash_here: bool = True) -> _Job | None:
         """Everything before a session is planned: filters, duplicates, catch-up rules, an unchanged source (its
-        rows are reused here). Returns what is left to plan, or None."""
+        rows are reused here). Returns what is left to plan, or None. ``hash_here``: the file's bytes are hashed
+        now (else by the worker that plans it, before it reads the file)."""
         summary = self.summary
         summary.files += 1
         reviewed = self.options.reviewed
@@ -361,7 +374,8 @@ class Importer:
             handled = decision.handled(handled)
         # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
         # makes the recorded hash stale, so that --from-run refuses the file: the safe side).
-        sha256 = sha256 or file_sha256(path)
+        if not sha256 and hash_here:
+            sha256 = file_sha256(path)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
                     sha256)
 
@@ -435,7 +449,9 @@ class Importer:
             reviewed = self.options.reviewed
             if reviewed is not None and not self._as_reviewed(reviewed, job, rows):
                 return
-            lines = encode_rows(rows)  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
+            data = [row.as_json() for row in rows]  # once: for the manifest file and the ledger
+            lines = encode_lines(data)  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
+            records = [manifest_table.record_line(row) for row in data]
             sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
         except Exception as exc:
             self.accounting.file_failed(job.path, exc)
@@ -447,22 +463,24 @@ class Importer:
             sent = self._send(plan, sizes)
             if self.options.reviewed is not None:
                 self.options.reviewed.items_sent += sent
-        self._pending_rows += rows  # with --include-content the (redacted) text too: review shows it
+        self._pending_records += records  # with --include-content the (redacted) text too: review shows it
         self._pending_sources.append(SourceRecord(str(job.path), job.size, job.mtime_ns, job.header.id, job.shape,
                                                   self.summary.run_id, job.sha256))
         if not self.options.apply and job.sha256 is not None:
             self._pending_reviewable.append(ReviewedSource(str(job.path), job.size, job.mtime_ns, job.sha256,
                                                            job.shape, self.summary.run_id))
-        if len(self._pending_sources) >= 200 or len(self._pending_rows) >= 2000:
+        if (len(self._pending_records) >= FLUSH_ROWS or len(self._pending_sources) >= FLUSH_SOURCES
+                or time.monotonic() >= self._flush_due):
             self._flush_ledger()
         self.times.extra["sink"] = self.times.extra.get("sink", 0.0) + time.perf_counter() - t0
 
     def _flush_ledger(self) -> None:
         """Manifest rows, then the sources they came from: a source is only marked read once its rows are in."""
-        self.ledger.add_manifest_rows(self._pending_rows)
+        self.ledger.add_manifest_records(self._pending_records)
         self.ledger.record_sources(self._pending_sources)
         self.ledger.record_run_sources(self.summary.run_id, self._pending_reviewable)
-        self._pending_rows, self._pending_sources, self._pending_reviewable = [], [], []
+        self._pending_records, self._pending_sources, self._pending_reviewable = [], [], []
+        self._flush_due = time.monotonic() + FLUSH_SECONDS
 
     def _as_reviewed(self, reviewed: Reviewed, job: _Job, rows: list[ManifestRow]) -> bool:
         """--from-run: whether the session, planned again, is exactly what was reviewed (the same items, and the
@@ -524,19 +542,24 @@ class Importer:
         """A planned row whose item the server already holds, unchanged, is ``unchanged``."""
         if row.status != "planned":
             return row.status
+        return self._planned_status(row)
+
+    def _planned_status(self, row: ManifestRow) -> str:
+        """``unchanged`` when the server already holds the row's item, unchanged; else ``planned``."""
         done = self._applied.get((row.bank_id or "", row.document_id or ""))
         if done and done[0] == row.item_sha256 and done[1] in SETTLED:
             return "unchanged"
         return "planned"
 
     def _reused_rows(self, key: str, run_id: str) -> list[ManifestRow]:
-        """An unchanged source's rows from the run that last read it, statuses refreshed."""
-        rows = self.ledger.latest_rows(key, run_id)
-        return [replace(row, status=self._status(replace(row, status="planned")))
-                if row.status in ("planned", "unchanged") else row for row in rows]
+        """An unchanged source's rows from the run that last read it, statuses refreshed, with this run's id (one
+        copy of each row)."""
+        this_run = self.summary.run_id
+        return [replace(row, run_id=this_run, status=self._planned_status(row))
+                if row.status in ("planned", "unchanged") else replace(row, run_id=this_run)
+                for row in self.ledger.latest_rows(key, run_id)]
 
     def _reuse(self, rows: list[ManifestRow]) -> None:
-        """An unchanged source: its rows from the run that last read it, with this run's id."""
-        rows = [replace(row, run_id=self.summary.run_id) for row in rows]
+        """An unchanged source: its rows from the run that last read it (:meth:`_reused_rows`)."""
         self.manifest.add_manifest_rows(rows)
         self.accounting.rows(rows)

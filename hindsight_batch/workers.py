@@ -10,6 +10,7 @@ import ctypes
 import gc
 import multiprocessing
 import os
+import pickle
 import signal
 import struct
 import sys
@@ -27,6 +28,7 @@ from hindsight_batch.errors import HindsightBatchError
 from hindsight_batch.planning import SessionPlan, plan_or_skip
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
+from hindsight_batch.reviewed import file_sha256
 from hindsight_batch.session.model import SessionHeader
 
 if TYPE_CHECKING:
@@ -44,6 +46,38 @@ class PlanTask:
     run_id: str
     include_content: bool
     handled: CatchUpVerdict | None
+    hash_file: bool = False  # hash the file's bytes here, before planning reads it (not in the parent, one by one)
+    keep_items: bool = True  # False: nothing is sent (a dry run); the plan comes back without its items' text
+
+    def __reduce__(self) -> tuple[Callable[..., PlanTask], tuple[object, ...]]:
+        """Pickled with its settings as bytes pickled once per settings object (many sessions share one; a
+        pydantic model took nine tenths of a task's pickling, both ways)."""
+        return _task, (self.path, self.header, _settings_pickled(self.settings), self.fingerprint_key, self.run_id,
+                       self.include_content, self.handled, self.hash_file, self.keep_items)
+
+
+# The parent's settings, pickled (id -> (settings, bytes): the object is kept, so its id stays its own), and a
+# worker's, unpickled (bytes -> settings). Settings are never changed once made (one object serves every session
+# that shares them in a single process too).
+_SETTINGS_PICKLED: dict[int, tuple[Settings, bytes]] = {}
+_SETTINGS_UNPICKLED: dict[bytes, Settings] = {}
+
+
+def _settings_pickled(settings: Settings) -> bytes:
+    found = _SETTINGS_PICKLED.get(id(settings))
+    if found is None or found[0] is not settings:
+        found = _SETTINGS_PICKLED[id(settings)] = (settings, pickle.dumps(settings, pickle.HIGHEST_PROTOCOL))
+    return found[1]
+
+
+def _task(path: Path, header: SessionHeader, settings: bytes, fingerprint_key: bytes, run_id: str,
+          include_content: bool, handled: CatchUpVerdict | None, hash_file: bool, keep_items: bool) -> PlanTask:
+    """A :class:`PlanTask` unpickled in a worker, its settings unpickled once per worker."""
+    unpickled = _SETTINGS_UNPICKLED.get(settings)
+    if unpickled is None:
+        unpickled = _SETTINGS_UNPICKLED[settings] = pickle.loads(settings)  # our own parent's bytes
+    return PlanTask(path, header, unpickled, fingerprint_key, run_id, include_content, handled, hash_file,
+                    keep_items)
 
 
 _WORKER_REDACTORS: dict[tuple[bytes, tuple[str, ...]], Redactor] = {}
@@ -93,9 +127,11 @@ def end_workers(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
 
 
-def plan_in_worker(task: PlanTask, ticket: int = -1) -> tuple[SessionPlan | str, StageTimes]:
+def plan_in_worker(task: PlanTask, ticket: int = -1) -> PlanOutcome:
     """Plan one session in a worker process. The entry index stays here: the parent needs counts and rows.
-    How far the file has been read goes to the parent's pipe, under ``ticket``, every few MB."""
+    How far the file has been read goes to the parent's pipe, under ``ticket``, every few MB. With
+    ``task.hash_file``, the SHA-256 of the file's bytes, read before planning reads the file (as the parent would)."""
+    sha256 = file_sha256(task.path) if task.hash_file else None
     hosts = tuple(task.settings.redaction.private_hosts)
     redactor = _WORKER_REDACTORS.get((task.fingerprint_key, hosts))
     if redactor is None:
@@ -112,13 +148,27 @@ def plan_in_worker(task: PlanTask, ticket: int = -1) -> tuple[SessionPlan | str,
     plan = plan_or_skip(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
                         task.handled, report if pipe is not None and ticket >= 0 else None)
     if isinstance(plan, str):
-        return plan, times
+        return plan, times, sha256
     plan.session.entries = []
+    if not task.keep_items:
+        _drop_items(plan)
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
-    return plan, times
+    return plan, times, sha256
 
 
-PlanOutcome = tuple[SessionPlan | str, StageTimes]
+def _drop_items(plan: SessionPlan) -> None:
+    """A plan whose items will not be sent, without them (most of what comes back to the parent is their text;
+    the rows say what they are). Kept when a content cannot be encoded: the parent fails the file as it always
+    has (it encodes every item before it writes anything of the file)."""
+    try:
+        for planned in plan.items:
+            planned.item.content.encode("utf-8")
+    except UnicodeEncodeError:
+        return
+    plan.items = []
+
+
+PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
 
 

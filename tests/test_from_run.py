@@ -3,6 +3,7 @@ refused by name, never planned again silently (fake server; one test on the real
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
@@ -52,10 +53,10 @@ class Setup:
     def common(self) -> tuple[str, ...]:
         return ("--config", str(self.config), "--state", str(self.state))
 
-    def dry_run(self) -> tuple[str, list[dict[str, Any]]]:
+    def dry_run(self, *args: str) -> tuple[str, list[dict[str, Any]]]:
         manifest = self.tmp_path / "plan.jsonl"
         result = invoke(self.runner, "import", str(self.folder), "--manifest", str(manifest), "--json", "-q",
-                        "--live-retained", "include", *self.common())
+                        "--live-retained", "include", *self.common(), *args)
         assert result.exit_code == 0, result.stderr
         return json.loads(result.stdout)["run_id"], read_manifest(manifest)
 
@@ -166,6 +167,28 @@ def test_a_session_changed_since_the_review_is_refused_by_name_and_the_others_go
     assert not held & planned(rows, changed)
     data = json.loads(result.stdout)["from_run"]
     assert data["refused_total"] == 1 and data["refused"][0]["file"] == str(changed) and data["sessions_sent"] == 2
+
+
+def test_a_dry_run_planned_in_worker_processes_records_the_hashes_its_review_checks(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """With --jobs the workers hash the files they plan (not the parent): the review still holds each file's
+    SHA-256 as read, so a file with other bytes of the same size and mtime is refused, the others go."""
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        setup = Setup(runner, tmp_path, url)
+        read = {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in setup.paths}
+        run_id, rows = setup.dry_run("--jobs", "2")
+        with duckdb.connect(str(setup.state / "ledger.duckdb"), read_only=True) as db:
+            recorded = dict(db.execute("SELECT path, sha256 FROM run_sources WHERE run_id = ?", [run_id]).fetchall())
+            kept = dict(db.execute("SELECT path, sha256 FROM sources").fetchall())
+        assert recorded == kept == read
+        changed = setup.paths[1]
+        other_bytes(changed, setup.state)
+        result = setup.apply(run_id)
+    assert result.exit_code == 1, result.stderr
+    assert f"refused: {changed}: the file's content changed since the review (SHA-256)" in result.stderr
+    assert set(fake.held(BANK)) == planned(rows) - planned(rows, changed)
 
 
 def test_a_configuration_change_refuses_every_session(runner: CliRunner, tmp_path: Path) -> None:

@@ -21,8 +21,29 @@ def default_session_root(env: Mapping[str, str] | None = None) -> Path:
     return Path("~/.pi/agent/sessions").expanduser()
 
 
-def _jsonl_in(folder: Path) -> list[Path]:
-    return [p for p in folder.glob("*.jsonl") if p.is_file()]
+def _jsonl_in(folder: Path, resolve: bool, found: set[Path]) -> None:
+    """Add the ``*.jsonl`` files in ``folder`` (symlinks to files too) to ``found``, as ``folder.glob`` and
+    ``is_file`` found them (an unreadable folder holds none), from the directory listing itself: no ``stat`` per
+    file unless it is a symlink. With ``resolve``, named as :func:`_resolved` names them (the folder resolved
+    once)."""
+    base: Path | None = None
+    try:
+        with os.scandir(folder) as listing:
+            entries = [entry for entry in listing if entry.name.endswith(".jsonl")]
+    except PermissionError:
+        return
+    for entry in entries:
+        path = folder / entry.name
+        if entry.is_symlink():
+            if path.is_file():
+                found.add(path.resolve() if resolve else path)
+        elif entry.is_file(follow_symlinks=False):
+            if not resolve:
+                found.add(path)
+                continue
+            if base is None:
+                base = folder.resolve()
+            found.add(base / entry.name)
 
 
 def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = None, *,
@@ -41,17 +62,18 @@ def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = No
             raise UsageError(f"no session folder at {root} (give paths, or set PI_CODING_AGENT_DIR)")
         roots = [root]
     found: set[Path] = set()
+    named: set[Path] = set()  # files named on the command line
     for path in roots:
         if path.is_file():
-            found.add(path)
+            named.add(path)
         elif path.is_dir():
-            found.update(_jsonl_in(path))
+            _jsonl_in(path, resolve, found)
             for sub in path.iterdir():
                 if sub.is_dir() and not sub.name.startswith("."):
-                    found.update(_jsonl_in(sub))
+                    _jsonl_in(sub, resolve, found)
         else:
             raise UsageError(f"no such file or folder: {path}")
-    return sorted(_resolved(found) if resolve else found)
+    return sorted(found | (_resolved(named) if resolve else named))
 
 
 def _resolved(paths: set[Path]) -> set[Path]:

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
@@ -520,14 +519,19 @@ class Ledger:
 
     # manifest
     def add_manifest_rows(self, rows: Iterable[ManifestRow]) -> None:
-        """Manifest rows (as the manifest file has them; ``content`` is stored only when a row has it), loaded
-        through a temporary JSON-lines file (:func:`ledger_schema.load_records`)."""
+        """Manifest rows (as the manifest file has them; ``content`` is stored only when a row has it)."""
+        self.add_manifest_records([manifest_table.record_line(r.as_json()) for r in rows])
+
+    def add_manifest_records(self, lines: Sequence[bytes]) -> None:
+        """Manifest rows already encoded by :func:`manifest_table.record_line` (the importer encodes each row once,
+        for the manifest file and for here), loaded through a temporary JSON-lines file
+        (:func:`ledger_schema.load_records`)."""
+        if not lines:
+            return
         with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
-            for r in rows:
-                out.write(jsoncodec.dumps(manifest_table.to_record(r.as_json())) + b"\n")
+            out.write(b"\n".join(lines) + b"\n")
             out.flush()
-            if out.tell():
-                ledger_schema.load_records(self.db, out.name)
+            ledger_schema.load_records(self.db, out.name)
 
     def manifest_counts(self, run_id: str) -> ManifestCounts:
         """``report``'s counts of one run's manifest rows, computed by DuckDB."""

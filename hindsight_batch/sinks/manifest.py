@@ -10,23 +10,31 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from hindsight_batch.errors import UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, signals_deferred
 from hindsight_batch.rows import ManifestRow  # the row is the pipeline's (hindsight_batch.rows); kept importable here
 
-__all__ = ["ManifestRow", "ManifestWriter", "encode_rows"]
+__all__ = ["ManifestRow", "ManifestWriter", "encode_lines", "encode_rows"]
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # made once, not per row
 
 
 def encode_rows(rows: Sequence[ManifestRow]) -> list[str]:
     """The rows as manifest lines (no newline). Raises on text no UTF-8 file can hold (a lone surrogate), before
     anything is written."""
+    return encode_lines([row.as_json() for row in rows])
+
+
+def encode_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """:func:`encode_rows` of rows already in their JSON form (:meth:`ManifestRow.as_json`)."""
     lines = []
-    for row in rows:
-        line = json.dumps(row.as_json(), ensure_ascii=False, separators=(",", ":"))
+    for data in rows:
+        line = _ENCODE(data)
         line.encode("utf-8")
         lines.append(line)
     return lines

@@ -60,32 +60,56 @@ def _decision_value(decision: Mapping[str, Any], name: str) -> Any:
     return decision[camel] if camel in decision else decision.get(name)
 
 
+# How :func:`to_record` fills each column, in table order (worked out once, not per row and column).
+_PLAIN, _OPTIONAL_PLAIN, _FROM_DECISION, _SKIP_REASON, _JSON_VALUE, _TIME = range(6)
+
+
+def _column_kind(name: str) -> int:
+    if name == "skip_reason":
+        return _SKIP_REASON
+    if name in _DECISION_COLUMNS:
+        return _FROM_DECISION
+    if name in _JSON_TEXT:
+        return _JSON_VALUE
+    if name in _TIMES:
+        return _TIME
+    return _OPTIONAL_PLAIN if name in _OPTIONAL else _PLAIN
+
+
+_FILLED = tuple((name, _column_kind(name)) for name in NAMES if name != "annotations")
+_ROW_FIELD_SET = frozenset(_ROW_FIELDS)
+
+
 def to_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """A manifest row (its JSON values) as column name -> JSON value, for DuckDB's ``read_json``."""
     decision = row["decision"]
     record: dict[str, Any] = {}
-    annotations = {key: value for key, value in row.items() if key not in _ROW_FIELDS}
-    for name in NAMES:
-        if name == "skip_reason" and name in row:  # the row's own key (the decision object leaves it out)
+    annotations = {key: value for key, value in row.items() if key not in _ROW_FIELD_SET}
+    for name, kind in _FILLED:
+        if kind == _PLAIN:
             record[name] = row[name]
-            continue
-        if name in _DECISION_COLUMNS:
-            record[name] = _decision_value(decision, name)
-            continue
-        if name == "annotations":
-            continue
-        value = row.get(name) if name in _OPTIONAL else row[name]
-        if name in _JSON_TEXT:
+        elif kind == _OPTIONAL_PLAIN:
+            record[name] = row.get(name)
+        elif kind == _FROM_DECISION:  # one word: the same name in camelCase
+            record[name] = decision[name] if name in decision else decision.get(name)
+        elif kind == _SKIP_REASON:  # the row's own key (the decision object leaves it out)
+            record[name] = row[name] if name in row else _decision_value(decision, name)
+        elif kind == _JSON_VALUE:
+            value = row.get(name) if name in _OPTIONAL else row[name]
             record[name] = None if value is None else jsoncodec.dumps(value).decode()
-        elif name in _TIMES:
+        else:
+            value = row.get(name)
             parsed = naive_utc(value)
             record[name] = None if parsed is None else parsed.isoformat(sep=" ")
             if value is not None and (parsed is None or _time_text(parsed) != value):
                 annotations[name] = value  # given back as written
-        else:
-            record[name] = value
     record["annotations"] = jsoncodec.dumps(annotations).decode() if annotations else None
     return record
+
+
+def record_line(row: Mapping[str, Any]) -> bytes:
+    """A manifest row (its JSON values) as one line of the JSON-lines file the ledger loads (no newline)."""
+    return jsoncodec.dumps(to_record(row))
 
 
 _SELECTED = tuple(name for name in NAMES if name not in _DECISION_COLUMNS or name == "skip_reason")
