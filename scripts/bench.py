@@ -10,14 +10,19 @@ MB/s, peak RSS from wait4's rusage of each child), the ratio import/bare per rou
     per shape: median >= 0.30x bare json.loads and >= 60 MB/s; catch-up re-run <= 1 s; empty folder <= 0.25 s
 
     .venv/bin/python scripts/bench.py [--size 100] [--rounds 3] [--shapes default,small-files,...]
-                                      [--builds pure,compiled] [--corpora DIR] [--json-out F] [--before DIR]
+                                      [--builds installed,pure,compiled] [--corpora DIR] [--json-out F] [--before DIR]
 
---builds compiled runs scripts/compile.sh first (one table per build) and scripts/compile.sh --clean at the end,
-whatever happens. The import runs with HOME pointed at an empty folder and no HINDSIGHT_* variables: the default
-configuration, no server reachable (the live-retained check then reports that it could not check). Python writes
+One table per build. --builds installed (the default) measures what a user gets: this checkout installed as the
+README installs it (``pip install .``, which compiles the hot modules with mypyc) into a new venv made by --python's
+interpreter (about a minute; a build that fell back to pure Python stops the benchmark). pure and compiled run this
+checkout's editable .venv in place: compiled runs scripts/compile.sh first, pure scripts/compile.sh --clean, and
+scripts/compile.sh --clean runs at the end whatever happens.
+The import runs with HOME pointed at an empty folder and no HINDSIGHT_* variables: the default configuration, no
+server reachable (the live-retained check then reports that it could not check). Python writes
 and reuses its bytecode caches (PYTHONDONTWRITEBYTECODE is dropped), as an installed tool does.
 --before DIR: also run the package in DIR (another checkout, e.g. ``git worktree add DIR main``, on the same
-interpreter and dependencies) right before each import of this one, so both meet the same load; one table each.
+interpreter and dependencies) right before each import of this one, so both meet the same load; one table each
+(pure and compiled builds only: DIR is not installed).
 The empty folder row also gives CPU seconds (user + system), which a loaded machine disturbs less than wall time.
 Corpora are written once under --corpora (default: a temporary folder) and reused when present.
 """
@@ -169,6 +174,22 @@ def warm_bytecode(python: str, env: dict[str, str]) -> None:
                    stdout=subprocess.DEVNULL)
 
 
+def install_default(python: str, venv: Path, env: dict[str, str]) -> str:
+    """This checkout installed as the README installs it (``pip install .``: a wheel with the compiled modules) into
+    a new venv made by the same interpreter; its python. A build that fell back to pure Python is an error here."""
+    base = subprocess.run([python, "-c", "import sys; print(sys._base_executable)"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    subprocess.run([base, "-m", "venv", str(venv)], check=True)
+    installed = str(venv / "bin" / "python")
+    build_env = {k: v for k, v in env.items() if k != "HINDSIGHT_BATCH_COMPILE"}
+    print(f"installing {ROOT} into {venv} (pip install ., about a minute)", flush=True)
+    subprocess.run([installed, "-m", "pip", "install", "-q", "--disable-pip-version-check", str(ROOT)],
+                   check=True, env=build_env)
+    if "mypyc" not in describe(installed, env):
+        raise SystemExit(f"the default install fell back to pure Python: {describe(installed, env)}")
+    return installed
+
+
 def describe(python: str, env: dict[str, str]) -> str:
     probe = "import platform, hindsight_batch; print(platform.python_version(), hindsight_batch.build())"
     return subprocess.run([python, "-c", probe], capture_output=True, text=True, env=env, check=True).stdout.strip()
@@ -179,7 +200,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100, help="MB per corpus shape")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shapes", default=",".join(SHAPES))
-    parser.add_argument("--builds", default="pure", help="pure, compiled, or both: pure,compiled")
+    parser.add_argument("--builds", default="installed",
+                        help="installed (the default install: pip install . into a new venv, compiled), pure, "
+                             "compiled (in place, scripts/compile.sh), or several: installed,pure")
     parser.add_argument("--corpora", type=Path, help="where the corpora are written (kept, reused)")
     parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
     parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
@@ -208,14 +231,21 @@ def main() -> None:
     report: dict[str, object] = {}
     try:
         for build in args.builds.split(","):
-            if build == "compiled":
-                subprocess.run([str(ROOT / "scripts" / "compile.sh")], check=True, env={**os.environ, "PY": python})
-            for _label, _command, variant_env in variants:  # bytecode caches written before timing
-                warm_bytecode(python, variant_env)
-            per_shape = [bench_shape(variants, python, path, args.rounds, work, env) for path in paths]
-            empty: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _c, _e in variants}
+            if build in ("compiled", "pure"):  # in place, or removed: a pure run after a compiled one is pure
+                subprocess.run([str(ROOT / "scripts" / "compile.sh"), *([] if build == "compiled" else ["--clean"])],
+                               check=True, env={**os.environ, "PY": python}, stdout=subprocess.DEVNULL)
+            build_python, build_variants = python, variants
+            if build == "installed":  # --before's checkout is not installed: it runs in the other builds only
+                build_python = install_default(python, work / "venv-installed", env)
+                build_variants = [("this", [str(Path(build_python).parent / "hindsight-batch")], env)]
+            elif build not in ("pure", "compiled"):
+                raise SystemExit(f"--builds: unknown build {build!r} (installed, pure or compiled)")
+            for _label, _command, variant_env in build_variants:  # bytecode caches written before timing
+                warm_bytecode(build_python, variant_env)
+            per_shape = [bench_shape(build_variants, build_python, path, args.rounds, work, env) for path in paths]
+            empty: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _c, _e in build_variants}
             for _ in range(max(args.rounds, 5)):
-                for label, variant_command, variant_env in variants:
+                for label, variant_command, variant_env in build_variants:
                     state = work / f"state-empty-{label}"
                     seconds = run_child([*variant_command, "import", str(empty_dir), "--state", str(state), "-q"],
                                         variant_env)[0]
@@ -223,7 +253,7 @@ def main() -> None:
                     empty[label][1].append(CPU_SECONDS[-1])
             for index, (label, _c, variant_env) in enumerate(variants):
                 results = [shape[index] for shape in per_shape]
-                title = f"{build}, {label}: {describe(python, variant_env)}"
+                title = f"{build}, {label}: {describe(build_python, variant_env)}"
                 print(table(title, results, *empty[label]), "\n", flush=True)
                 report[f"{build}-{label}"] = {"shapes": results, "empty_folder_seconds": empty[label][0],
                                               "empty_folder_cpu_seconds": empty[label][1]}
@@ -232,6 +262,7 @@ def main() -> None:
             subprocess.run([str(ROOT / "scripts" / "compile.sh"), "--clean"], check=False,
                            env={**os.environ, "PY": python}, stdout=subprocess.DEVNULL)
         shutil.rmtree(work / "home", ignore_errors=True)
+        shutil.rmtree(work / "venv-installed", ignore_errors=True)
     json_out.write_text(json.dumps(report, indent=2))
     print(f"(details in {json_out})")
 
