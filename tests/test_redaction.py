@@ -432,7 +432,8 @@ def test_the_shape_gate_lets_every_secret_through_to_the_slow_pass(shape: str) -
     ]
     values = [{"github_token_for_the_deploy_pipeline_of_production": "abc def ghi jkl mno pqr"},
               {"token": "abc def ghi jkl mno pqr stu"},
-              {"Cookie": "session=AbCdEfGh12345678"}, {"password": "correct horse battery"}]
+              {"Cookie": "session=AbCdEfGh12345678"}, {"password": "correct horse battery"},
+              {'token "of" the deploy': "abc def ghi jkl mno pqr stu"}]  # an escaped quote inside the key
     checked = 0
     for text in texts:
         if shape == "text":

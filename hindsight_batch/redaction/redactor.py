@@ -59,7 +59,9 @@ _SHAPE_GAP = (
 _SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
 _SHAPE_PASSWORD = re.compile(rb"(?:password|passwd|passphrase|pwd)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")
-_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb')(?:[^"\\]|\\.)*+":')
+# The rest of the JSON string, then `":` (an object key). Unrolled ([^"\\]*+ runs at charset speed), not
+# (?:[^"\\]|\\.)*+, which steps one character per alternation: same language, a quarter of the time.
+_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb')[^"\\]*+(?:\\.[^"\\]*+)*+":')
 
 
 def marker(rule_id: str) -> str:
@@ -177,6 +179,11 @@ class Redactor:
         self._byte_gates = {
             _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
         }
+        # Per byte gate: each literal, as bytes and as text, and whether the gate's hit is that very literal (a plain
+        # search for it: no second search needed).
+        self._byte_literals = {
+            gate: tuple((lit, lit.decode(), lit == gate) for lit in lits) for gate, lits in self._byte_gates.items()
+        }
         # Literals only the keyword rule looks for: a record holding no others may pass the shape gate.
         keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
         self._keyword_only = frozenset(lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,))
@@ -228,13 +235,21 @@ class Redactor:
         if _KELVIN_SIGN in joined:
             return self.hints_each([record.decode("utf-8", "replace").lower() for record in records])
         found = _gates_found(joined, [len(record) for record in records], self._byte_gates)
-        result = []
+        result: list[frozenset[str]] = []
         start = 0
+        literals = self._byte_literals
+        find = joined.find
         for record, gates in zip(records, found, strict=True):
             end = start + len(record)
-            result.append(frozenset(
-                lit.decode() for gate in gates for lit in self._byte_gates[gate] if joined.find(lit, start, end) != -1
-            ) if gates else _NONE)
+            if gates:
+                present: list[str] = []
+                for gate in gates:
+                    for lit, text, sure in literals[gate]:
+                        if sure or find(lit, start, end) != -1:
+                            present.append(text)
+                result.append(frozenset(present))
+            else:
+                result.append(_NONE)
             start = end + 1
         return result
 

@@ -185,6 +185,20 @@ def parse_line(
     return [Malformed(line.lineno, line.offset, "not a JSON object", False)]
 
 
+def parse_object(line: RawLine) -> dict[str, Any] | None:
+    """The common case of :func:`parse_line` without its wrappers: the one object of an ordinary line (neither big
+    nor dense, read by orjson), as :func:`parse_line` would give it. None: anything else, which
+    :func:`parse_line` then reads (a damaged line is parsed twice; an intact one once)."""
+    data = line.data
+    if data is None or is_dense(data):
+        return None
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def is_dense(data: bytes | bytearray) -> bool:
     """Whether a line holds so many values that building them all would cost far more memory than the line."""
     if len(data) <= DENSE_LINE_BYTES:

@@ -8,21 +8,17 @@ file's size. A plain ``visit(entry, node)`` function is a visitor through :class
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,
-    RawLine,
-    is_dense,
     iter_lines,
     iter_objects,
     parse_line,
+    parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
@@ -73,43 +69,73 @@ def read_header(obj: dict[str, Any]) -> SessionHeader | str:
     )
 
 
-_TOOL_RESULT_MARK = re.compile(rb'"role"[ \t\r]*+:[ \t\r]*+"toolResult"')  # compact or spaced JSON
-_PREFIX_BYTES = 512  # ids and timestamp come first and are short
-
-
-def _unparsed_tool_result(line: RawLine, seq: int, shortcut: Callable[[str, str], Any]) -> EntryNode | None:
-    """Index a tool-result line without projecting it, when the visitor says its content cannot matter.
-
-    The line is still parsed (orjson, ~2 GB/s on such lines, objects dropped at once): a line pi cannot parse
-    breaks the chain for pi, so it must for us too, whatever the settings say about its content. Anything orjson
-    refuses (invalid UTF-8, a lone surrogate, glued objects, damage) is left to the full path, which decides."""
-    data, start, end = line.buffer, line.start, line.end
-    if data is None or not line.terminated:
-        return None
-    if _TOOL_RESULT_MARK.search(data, start, min(end, start + _PREFIX_BYTES)) is None:
-        return None  # first: every other kind of line fails here
-    raw = line.data
-    if raw is None or is_dense(raw):
-        return None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or obj.get("type") != "message":
-        return None
-    message = obj.get("message")
-    if not isinstance(message, dict) or message.get("role") != "toolResult":
-        return None
-    name, call_id = message.get("toolName"), message.get("toolCallId")
-    outcome = shortcut(name if isinstance(name, str) else "", call_id if isinstance(call_id, str) else "")
-    if outcome is None:
-        return None
-    node = _index_row(obj, seq, line.lineno)
-    node.payload = outcome
-    return node
-
-
 PROGRESS_BYTES = 4 << 20
+
+
+class _Reading:
+    """The state of one read_session pass: what each entry adds to the :class:`SessionFile`."""
+
+    def __init__(self, result: SessionFile, visit: EntryVisitor | None) -> None:
+        self.result = result
+        self.visit = visit
+        self.seq = 0
+        self.migrate: Callable[[dict[str, Any], int], dict[str, Any]] | None = None  # for a v1 or v2 file
+        # The visitor's shortcut for tool results, once a v3 header is read.
+        self.fast: Callable[[str, str], Any] | None = None
+
+    def entry(self, obj: dict[str, Any], lineno: int) -> bool:
+        """Index one object read from line ``lineno``; False when the file is not a session (no usable header)."""
+        result = self.result
+        if result.header is None:
+            header = read_header(obj)
+            if isinstance(header, str):
+                result.problem = f"line {lineno}: {header}"
+                return False
+            result.header = header
+            if header.version == 3:
+                self.fast = self.visit.unparsed_tool_result if self.visit is not None else None
+            else:
+                self.migrate = Migrator(header.version).migrate
+            return True
+        entry_type = obj.get("type")
+        if entry_type == "session":
+            return True  # pi ignores repeated headers (an old fork bug wrote them mid-file)
+        payload: Any = None
+        visit = self.visit
+        if self.migrate is not None:
+            obj = self.migrate(obj, lineno)
+            entry_type = obj.get("type")
+        elif self.fast is not None and entry_type == "message":
+            # A tool result whose content no setting keeps is indexed without being projected: the visitor's
+            # shortcut says so from its tool name and call id (what projecting it would conclude, at a fraction
+            # of the cost). Only with a string call id: the projection compares nothing else.
+            message = obj.get("message")
+            if isinstance(message, dict) and message.get("role") == "toolResult":
+                call_id = message.get("toolCallId")
+                if isinstance(call_id, str):
+                    name = message.get("toolName")
+                    payload = self.fast(name if isinstance(name, str) else "", call_id)
+                    if payload is not None:
+                        visit = None
+        entry_id = obj.get("id")
+        parent = obj.get("parentId")
+        timestamp = obj.get("timestamp")
+        kept = obj.get("firstKeptEntryId")
+        node = EntryNode(
+            self.seq,
+            lineno,
+            entry_id if isinstance(entry_id, str) and entry_id else f"L{lineno}",
+            parent if isinstance(parent, str) else None,
+            entry_type if isinstance(entry_type, str) else "unknown",
+            timestamp if isinstance(timestamp, str) else None,
+            kept if isinstance(kept, str) else None,
+            payload,
+        )
+        if visit is not None:
+            node.payload = visit(obj, node)
+        result.entries.append(node)
+        self.seq += 1
+        return True
 
 
 def read_session(path: Path, visit: EntryVisitor | None = None,
@@ -120,21 +146,18 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
     with path.open("rb") as stream:
         size = path.stat().st_size
         result = SessionFile(path=path, size=size, header=None)
-        migrate: Callable[[dict[str, Any], int], dict[str, Any]] | None = None  # for a v1 or v2 file
-        seq = 0
-        shortcut = visit.unparsed_tool_result if visit is not None else None
-        fast: Callable[[str, str], Any] | None = None  # the shortcut, once a v3 header is read
+        reading = _Reading(result, visit)
+        entry = reading.entry
         next_report = PROGRESS_BYTES
         for line in iter_lines(stream, block_bytes=min(BLOCK_BYTES, size + 1)):
             if progress is not None and line.offset >= next_report:
                 progress(line.offset)
                 next_report = line.offset + PROGRESS_BYTES
-            if fast is not None:
-                node = _unparsed_tool_result(line, seq, fast)
-                if node is not None:
-                    result.entries.append(node)
-                    seq += 1
-                    continue
+            obj = parse_object(line)  # one parse per line: the common case, without the wrappers parse_line makes
+            if obj is not None:
+                if not entry(obj, line.lineno):
+                    return result
+                continue
             for item in parse_line(stream, line):
                 if isinstance(item, Malformed):
                     if item.truncated_tail:
@@ -142,53 +165,17 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
                     else:
                         result.malformed.append(LineProblem(item.lineno, item.reason))
                     continue
-                obj = item.obj
                 result.surrogates_replaced += item.surrogates
                 result.invalid_utf8_lines += int(item.invalid_utf8)
                 if item.glued and (not result.glued_lines or result.glued_lines[-1] != item.lineno):
                     result.glued_lines.append(item.lineno)
-                if result.header is None:
-                    header = read_header(obj)
-                    if isinstance(header, str):
-                        result.problem = f"line {item.lineno}: {header}"
-                        return result
-                    result.header = header
-                    if header.version == 3:
-                        fast = shortcut
-                    else:
-                        migrate = Migrator(header.version).migrate
-                    continue
-                if obj.get("type") == "session":
-                    continue  # pi ignores repeated headers (an old fork bug wrote them mid-file)
-                if migrate is not None:
-                    obj = migrate(obj, item.lineno)
-                node = _index_row(obj, seq, item.lineno)
-                if visit is not None:
-                    node.payload = visit(obj, node)
-                result.entries.append(node)
-                seq += 1
+                if not entry(item.obj, item.lineno):
+                    return result
         if visit is not None:
             visit.finish()  # a visitor may work in batches
         if result.header is None and result.problem is None:
             result.problem = "empty file" if not result.malformed else "no readable session header"
     return result
-
-
-def _index_row(obj: dict[str, Any], seq: int, lineno: int) -> EntryNode:
-    entry_id = obj.get("id")
-    parent = obj.get("parentId")
-    timestamp = obj.get("timestamp")
-    kept = obj.get("firstKeptEntryId")
-    entry_type = obj.get("type")
-    return EntryNode(
-        seq=seq,
-        lineno=lineno,
-        id=entry_id if isinstance(entry_id, str) and entry_id else f"L{lineno}",
-        parent_id=parent if isinstance(parent, str) else None,
-        type=entry_type if isinstance(entry_type, str) else "unknown",
-        timestamp=timestamp if isinstance(timestamp, str) else None,
-        first_kept_id=kept if isinstance(kept, str) else None,
-    )
 
 
 def peek_header(path: Path) -> SessionHeader | str:
