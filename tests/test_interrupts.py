@@ -72,6 +72,12 @@ def wait_for(condition: object, what: str, seconds: float = 60.0) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _ctrl_c_acts() -> None:
+    """In the child: SIGINT as a terminal's process has it. A shell ignores SIGINT in its background jobs (``cmd &``
+    without job control) and Python then keeps it ignored, so a suite started that way would see no Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path, Path, Path]:
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
@@ -84,6 +90,7 @@ def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], Path, Pat
         [sys.executable, str(driver), str(marker), "import", str(folder), "--manifest", str(manifest), "--state",
          str(state), *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        preexec_fn=_ctrl_c_acts,
     )
     wait_for(lambda: marker.exists() or proc.poll() is not None, "the first session to be finished")
     assert proc.poll() is None, proc.communicate()
