@@ -251,7 +251,7 @@ def main() -> None:
                                         variant_env)[0]
                     empty[label][0].append(seconds)
                     empty[label][1].append(CPU_SECONDS[-1])
-            for index, (label, _c, variant_env) in enumerate(variants):
+            for index, (label, _c, variant_env) in enumerate(build_variants):
                 results = [shape[index] for shape in per_shape]
                 title = f"{build}, {label}: {describe(build_python, variant_env)}"
                 print(table(title, results, *empty[label]), "\n", flush=True)
