@@ -98,3 +98,59 @@ def test_the_command_skips_pydantic_plugin_discovery_unless_the_user_chose(given
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
                           env=env)
     assert done.stdout.splitlines()[-1] == repr(expected), done.stdout + done.stderr
+
+
+# Run as the console script does (hindsight_batch.__main__.main), with the import command's library call replaced
+# by one that reports how the cyclic garbage collector stands while the command runs.
+_GC_PROBE = """
+import gc, sys
+import hindsight_batch.api as api
+from hindsight_batch.errors import UsageError
+def probe(*args, **kwargs):
+    print("during", gc.isenabled(), gc.get_freeze_count() > 0, "hindsight_batch.importer" in sys.modules)
+    raise UsageError("stop here")
+api.run_import = api.ledger_report = probe
+from hindsight_batch.__main__ import main
+sys.argv = ["hindsight-batch", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    print("exit", exc.code)
+print("after", gc.isenabled())
+"""
+
+
+@pytest.mark.parametrize("args", [["import", "nowhere", "-q"], ["report"], ["--help"], ["import", "--no-such-flag"]])
+def test_the_console_script_collects_garbage_while_a_command_runs(args: list[str]) -> None:
+    """Start-up runs with the garbage collector off (it makes only long-lived objects); the command itself, and
+    every way out (help, a usage error), has it on again, with start-up's objects frozen."""
+    done = subprocess.run([sys.executable, "-c", _GC_PROBE, *args], capture_output=True, text=True, timeout=120,
+                          check=True)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "after True", done.stdout + done.stderr
+    if args == ["import", "nowhere", "-q"]:
+        assert lines[0] == "during True True True"  # on, start-up frozen, the pipeline loaded before the freeze
+        assert lines[1] == "exit 2"
+    if args == ["report"]:
+        assert lines[0] == "during True True False"
+
+
+def test_every_command_ends_start_up(runner: CliRunner) -> None:
+    """Each command is wrapped by handle_errors, whose first act turns the collector back on: a command without
+    it would run a whole import with the collector off."""
+    from hindsight_batch.cli import cli, handle_errors
+
+    wrapper_code = handle_errors(lambda: None).__code__
+    commands = {name: command for name, command in cli.commands.items()}
+    assert len(commands) >= 9
+    for name, command in commands.items():
+        assert command.callback is not None and command.callback.__code__ is wrapper_code, name
+
+
+def test_start_up_is_left_alone_outside_the_console_script(runner: CliRunner) -> None:
+    """In a program or a test (CliRunner), the collector is the caller's: nothing is frozen."""
+    import gc
+
+    before = gc.get_freeze_count()
+    assert invoke(runner, "status", "--help").exit_code == 0
+    assert gc.isenabled() and gc.get_freeze_count() == before

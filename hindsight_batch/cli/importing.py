@@ -10,7 +10,7 @@ from typing import Any, Literal, cast
 
 import click
 
-from hindsight_batch.cli.app import cli, common_options, counts, echo, echo_err, handle_errors, progress
+from hindsight_batch.cli.app import cli, common_options, counts, echo, echo_err, handle_errors, progress, startup_done
 from hindsight_batch.errors import EXIT_ITEMS_FAILED, UsageError
 
 
@@ -104,6 +104,9 @@ def import_command(
     """
     from hindsight_batch.api import ImportOptions, run_import
 
+    # What run_import loads first thing (a list for speed only: a module missing here is simply loaded later).
+    startup_done("hindsight_batch.config", "hindsight_batch.importer", "hindsight_batch.live", "hindsight_batch.state",
+                 "hindsight_batch.client", "hindsight_batch.sinks.manifest")
     result = run_import(ImportOptions(
         paths=paths, manifest=manifest, include_content=include_content,
         branches=cast("Literal['current', 'all'] | None", branches),
