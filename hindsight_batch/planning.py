@@ -233,13 +233,22 @@ class _SessionContext:
 
 
 def _chunk_times(chunk: Chunk) -> tuple[str | None, str | None]:
-    """ISO-8601 UTC of the chunk's first and last entry that has a valid timestamp."""
-    first = last = None
-    for node in chunk.nodes:
-        stamp = utc_timestamp(node.timestamp)
+    """ISO-8601 UTC of the chunk's first and last entry that has a valid timestamp. Each end is read only up to its
+    first valid stamp: converting every entry's timestamp cost a tenth of planning (cProfile, default shape)."""
+    nodes = chunk.nodes
+    first: str | None = None
+    start = 0
+    while start < len(nodes) and first is None:
+        first = utc_timestamp(nodes[start].timestamp)
+        start += 1
+    last = first
+    end = len(nodes)
+    while end > start:  # the entries after the first one's, from the end
+        end -= 1
+        stamp = utc_timestamp(nodes[end].timestamp)
         if stamp is not None:
-            first = first or stamp
             last = stamp
+            break
     return first, last
 
 

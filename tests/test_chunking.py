@@ -69,3 +69,21 @@ def test_document_ids_are_deterministic_and_name_session_role_segment_window(tmp
     path = b.write(tmp_path / "s.jsonl")
     assert plan(path) == plan(path)
     assert plan(path)[0][0] == "pi-import:abc:project:main:w0000"
+
+
+def test_a_chunks_times_are_its_first_and_last_valid_timestamps_whatever_lies_between() -> None:
+    """started_at/ended_at of a manifest row: every mix of missing, unreadable, pre-1971 and valid timestamps over
+    five entries gives what converting every entry gives (planning reads each end only up to its first stamp)."""
+    import itertools
+
+    from hindsight_batch.chunking import Chunk
+    from hindsight_batch.planning import _chunk_times
+    from hindsight_batch.timestamps import utc_timestamp
+
+    kinds: list[str | None] = [None, "not a time", "1970-01-01T00:00:00Z", "2026-05-01T10:00:0{}+02:00",
+                               "2026-05-01T08:00:0{}Z"]
+    for pattern in itertools.product(kinds, repeat=5):
+        stamps = [kind.format(i) if kind else kind for i, kind in enumerate(pattern)]
+        chunk = Chunk(0, [EntryNode(i, i + 2, f"n{i}", None, "message", s) for i, s in enumerate(stamps)])
+        valid = [t for t in (utc_timestamp(s) for s in stamps) if t is not None]
+        assert _chunk_times(chunk) == ((valid[0], valid[-1]) if valid else (None, None)), stamps
