@@ -57,6 +57,7 @@ class ImportSummary:
     items: Counter[str] = field(default_factory=Counter)  # by bank role
     statuses: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    jobs: int = 1  # processes that planned sessions (--jobs; "auto" chose this many)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     manifest: str | None = None
     ledger: str | None = None
@@ -106,6 +107,7 @@ class ImportSummary:
             "items_by_bank_role": dict(sorted(self.items.items())),
             "statuses": dict(sorted(self.statuses.items())),
             "seconds": round(self.seconds, 3),
+            "jobs": self.jobs,
             "mb_per_second": round(mb / self.seconds, 1) if self.seconds > 0 else None,
             "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
             "manifest": self.manifest,

@@ -63,7 +63,7 @@ class ImportOptions:
     live_retained: LiveRetained = "after"
     catch_up: bool = False
     max_seconds: float | None = None
-    jobs: int = 1
+    jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (parallelism.py)
     progress: bool = False  # a progress bar on stderr
     from_run: str | None = None  # with apply: send exactly what this dry run planned (checked first), nothing else
 

@@ -37,6 +37,11 @@ class ConfigError(HindsightBatchError):
         self.problem = problem
         super().__init__(f"{source}: {key}: {problem}")
 
+    def __reduce__(self) -> tuple[type[ConfigError], tuple[str, str, str]]:
+        """Rebuilt from its three parts: a worker process (``import --jobs``) sends it to the parent pickled,
+        and the default rebuilds it from the message alone (a TypeError that broke the worker pool)."""
+        return ConfigError, (self.source, self.key, self.problem)
+
 
 class BusyError(HindsightBatchError):
     """Another run holds the ledger or queue lock."""

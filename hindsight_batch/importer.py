@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary
@@ -27,6 +27,7 @@ from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
 from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
@@ -64,7 +65,7 @@ class ImportOptions:
     wait_timeout: float = 600.0
     catch_up: bool = False
     max_seconds: float | None = None
-    jobs: int = 1  # session files planned at once, in worker processes when more than one
+    jobs: int | Literal["auto"] = 1  # session files planned at once, in worker processes when more than one
     live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
     reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (reviewed.py)
 
@@ -176,9 +177,13 @@ class Importer:
         status = "failed"
         try:
             self.ledger.start_run(summary.run_id, "import", summary.mode)
-            self._known = self.ledger.sources()
-            self._applied = self.ledger.document_hashes()
-            total = sum(file_size(p) for p in self.files) if self.options.progress else 0  # (no bar: no stat)
+            if self.files:  # (nothing to look up for an empty folder: a cron run's usual case)
+                self._known = self.ledger.sources()
+                self._applied = self.ledger.document_hashes()
+            jobs = self.options.jobs
+            # The files' sizes, for the bar and for --jobs auto (neither: no stat here).
+            total = sum(file_size(p) for p in self.files) if self.options.progress or jobs == "auto" else 0
+            summary.jobs = auto_jobs(total, len(self.files)) if jobs == "auto" else jobs
             reviewed = self.options.reviewed
             if reviewed is not None and self._configuration_changed(reviewed):
                 total = 0  # nothing is read: every source is refused
@@ -188,7 +193,7 @@ class Importer:
                 with collections_between_files():
                     if reviewed is not None and reviewed.configuration_changed:
                         pass  # every reviewed source is refused unread (reviewed.finish says so)
-                    elif self.options.jobs > 1:
+                    elif summary.jobs > 1:
                         self._plan_in_workers(bar)
                     else:
                         self._plan_here_one_by_one(bar)
@@ -283,7 +288,7 @@ class Importer:
             bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 
-        run_in_workers(self.options.jobs, prepared(), task_for, done, read if self.options.progress else None)
+        run_in_workers(self.summary.jobs, prepared(), task_for, done, read if self.options.progress else None)
 
     def _prepare(self, path: Path, hash_here: bool = True) -> _Job | None:
         """What is left to plan of ``path``, or None (:meth:`_job_for`); anything that fails on this file (it

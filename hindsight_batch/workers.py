@@ -14,13 +14,14 @@ import pickle
 import signal
 import struct
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar, cast
 
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
@@ -170,6 +171,45 @@ def _drop_items(plan: SessionPlan) -> None:
 
 PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
+# Small files go to a worker in batches: a task costs both processes a fraction of a millisecond (pickling, pipes,
+# the pool's threads), which was a fifth of an import of many small sessions. A batch is handed out when it holds
+# this many files or bytes, or when its first file has waited this long (so workers never idle while the parent
+# prepares slowly); a file of BATCH_BYTES or more goes alone.
+BATCH_FILES = 16
+BATCH_BYTES = 1 << 20
+BATCH_SECONDS = 0.05
+
+
+def plan_batch(tasks: list[tuple[PlanTask, int]]) -> list[PlanOutcome | BaseException]:
+    """Plan a batch of sessions (each with its progress ticket) in this worker: an outcome per file, in order, or
+    the exception that failed that file only. A :class:`HindsightBatchError` ends the batch: it ends the run when
+    the parent reaches it."""
+    outcomes: list[PlanOutcome | BaseException] = []
+    for task, ticket in tasks:
+        try:
+            outcomes.append(plan_in_worker(task, ticket))
+        except HindsightBatchError as exc:
+            outcomes.append(_picklable(exc))
+            break
+        except Exception as exc:  # this file only
+            outcomes.append(_picklable(exc))
+    return outcomes
+
+
+def _picklable(exc: Exception) -> Exception:
+    """``exc``, or its one-line reason where pickle cannot carry it to the parent (an exception that does not
+    rebuild from its ``args`` breaks the whole pool when the parent unpickles it)."""
+    try:
+        pickle.loads(pickle.dumps(exc, pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        from hindsight_batch.redaction.messages import FailureReason, failure_reason
+
+        if isinstance(exc, HindsightBatchError):  # still ends the run, with its exit code
+            stop = HindsightBatchError(failure_reason(exc))
+            stop.exit_code = exc.exit_code
+            return stop
+        return FailureReason(failure_reason(exc))
+    return exc
 
 
 class PooledJob(Protocol):
@@ -185,6 +225,16 @@ class PooledJob(Protocol):
 
 
 Job = TypeVar("Job", bound=PooledJob)
+Batch = Future[list[PlanOutcome | BaseException]]
+
+
+class _Waiting(NamedTuple):
+    """A file handed to a worker and not yet done: its batch's future, its place in that batch, its ticket."""
+
+    job: PooledJob
+    future: Batch
+    place: int
+    ticket: int
 
 
 def run_in_workers(
@@ -199,25 +249,37 @@ def run_in_workers(
     that failed this file only (a :class:`HindsightBatchError` stops the run instead). ``read(job, offset)`` hears
     how far a worker has read a file not yet done (every few MB), always before ``done`` hears that file.
 
-    While a large session is planned, the other workers go on with the files after it; their plans wait for it,
-    up to ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
-    waiting: deque[tuple[Job, Future[PlanOutcome], int]] = deque()
+    Small files go in batches (``BATCH_FILES``, ``BATCH_BYTES``, ``BATCH_SECONDS``). While a large session is
+    planned, the other workers go on with the files after it; their plans wait for it, up to
+    ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
+    waiting: deque[_Waiting] = deque()
+    pending: list[tuple[Job, int]] = []  # (job, ticket) of the batch being gathered, not yet handed out
+    pending_bytes = 0
+    pending_since = 0.0
     reading: dict[int, Job] = {}  # ticket -> a file submitted and not yet done: its reports are passed on
     tickets = iter(range(1 << 62))
     backlog = 0
     reports, progress = _context().Pipe(duplex=False) if read is not None else (None, None)
     pool = worker_pool(jobs, progress)
 
-    def submit(job: Job, into: ProcessPoolExecutor, ticket: int) -> Future[PlanOutcome]:
-        reading[ticket] = job
+    def submit(batch: list[tuple[Job, int]]) -> None:
+        """Hand ``batch`` to a worker; its files wait in line for their plans."""
         try:
-            return into.submit(plan_in_worker, task_for(job), ticket)
+            future: Batch = pool.submit(plan_batch, [(task_for(job), ticket) for job, ticket in batch])
         except BrokenProcessPool as exc:
-            # A worker died before its own future said so: this job waits in line like the others in flight,
+            # A worker died before its own future said so: these jobs wait in line like the others in flight,
             # and reaching the head of the line finds the broken pool (finish_first starts a fresh one).
-            broken: Future[PlanOutcome] = Future()
-            broken.set_exception(exc)
-            return broken
+            future = Future()
+            future.set_exception(exc)
+        for place, (job, ticket) in enumerate(batch):
+            reading[ticket] = job
+            waiting.append(_Waiting(job, future, place, ticket))
+
+    def hand_out() -> None:
+        nonlocal pending, pending_bytes
+        if pending:
+            batch, pending, pending_bytes = pending, [], 0
+            submit(batch)
 
     def pass_reports() -> None:
         """Every report already in the pipe, to ``read`` (a file done or given up is ignored)."""
@@ -227,46 +289,62 @@ def run_in_workers(
             if job is not None:
                 read(job, offset)
 
-    def result(future: Future[PlanOutcome]) -> PlanOutcome:
-        """The plan, the bar moving while a worker reads (a bounded wait at a time, never a busy loop)."""
+    def result(future: Batch, place: int) -> PlanOutcome | BaseException:
+        """The file's outcome, the bar moving while a worker reads (a bounded wait at a time, never a busy loop)."""
         while reports is not None and not future.done():
             pass_reports()
             wait([future], timeout=PROGRESS_POLL)
-        outcome = future.result()
-        pass_reports()  # the worker wrote its last reports before its plan: all are in the pipe now
-        return outcome
+        outcomes = future.result()
+        pass_reports()  # the worker wrote its last reports before its plans: all are in the pipe now
+        return outcomes[place]
 
     def finish_first() -> None:
-        nonlocal backlog, pool, waiting
-        job, future, ticket = waiting.popleft()
+        nonlocal backlog, pool
+        if not waiting:
+            hand_out()
+        job, future, place, ticket = waiting.popleft()
         backlog -= job.size
         outcome: PlanOutcome | BaseException
         try:
-            outcome = result(future)
+            outcome = result(future, place)
         except BrokenProcessPool:
             # A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with it.
-            # The others go to a fresh pool; this file is planned again on its own, so a file that kills its
-            # worker twice is the one that failed.
+            # The others go to a fresh pool, one file a batch; this file is planned again on its own, so a file
+            # that kills its worker twice is the one that failed.
             pool.shutdown(wait=False, cancel_futures=True)
             pool = worker_pool(jobs, progress)
-            waiting = deque((j, submit(j, pool, t), t) for j, _, t in waiting)
-            outcome = _plan_alone(task_for(job))
-        except HindsightBatchError:
-            raise
-        except Exception as exc:  # planning this file failed in its worker: this file only
+            again = [(cast(Job, w.job), w.ticket) for w in waiting]
+            waiting.clear()
+            for one in again:
+                submit([one])
+            outcome = _plan_alone(task_for(cast(Job, job)))
+        except Exception as exc:  # the batch could not be sent or returned (pickling): its files fail, the run goes on
             outcome = exc
         finally:
             del reading[ticket]
-        done(job, outcome)
+        if isinstance(outcome, HindsightBatchError):
+            raise outcome
+        done(cast(Job, job), outcome)
 
     try:
         for job in prepared:
             ticket = next(tickets)
-            waiting.append((job, submit(job, pool, ticket), ticket))
+            if job.size >= BATCH_BYTES:
+                hand_out()  # the files before it stay before it
+                submit([(job, ticket)])
+            else:
+                if not pending:
+                    pending_since = time.monotonic()
+                pending.append((job, ticket))
+                pending_bytes += job.size
+                if (len(pending) >= BATCH_FILES or pending_bytes >= BATCH_BYTES
+                        or time.monotonic() - pending_since >= BATCH_SECONDS):
+                    hand_out()
             backlog += job.size
             pass_reports()
-            while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0][1].done()):
+            while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0].future.done()):
                 finish_first()
+        hand_out()
         while waiting:
             finish_first()
         pool.shutdown(wait=True)
@@ -283,11 +361,9 @@ def _plan_alone(task: PlanTask) -> PlanOutcome | BaseException:
     """Plan one session in a worker process of its own: its plan, or what went wrong."""
     alone = worker_pool(1)
     try:
-        return alone.submit(plan_in_worker, task).result()
+        return alone.submit(plan_batch, [(task, -1)]).result()[0]
     except BrokenProcessPool:
         return RuntimeError("the worker process planning this file died (it crashed or ran out of memory)")
-    except HindsightBatchError:
-        raise
     except Exception as exc:
         return exc
     finally:

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch import COMPILED_SOURCES, build, stale_compiled
+from hindsight_batch.errors import ConfigError
 from hindsight_batch.routing import signals
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionHeader
 from tests.conftest import invoke
@@ -40,6 +41,10 @@ def test_what_import_jobs_sends_between_processes_survives_pickling() -> None:
     problem = LineProblem(lineno=7, reason="invalid JSON")
     for value in (header, node, problem):
         assert pickle.loads(pickle.dumps(value)) == value
+    # A configuration error a worker meets comes back whole: its type, source and key.
+    error = pickle.loads(pickle.dumps(ConfigError("/w/.pi/hindsight.json", "strip", "not a list")))
+    assert (type(error), error.source, error.key, str(error)) == (
+        ConfigError, "/w/.pi/hindsight.json", "strip", "/w/.pi/hindsight.json: strip: not a list")
 
 
 @pytest.mark.parametrize("quiet", [True, False], ids=["quiet", "summary"])

@@ -93,8 +93,9 @@ def test_jobs_plan_sessions_in_worker_processes_with_the_same_result(runner: Cli
     for row in one + many:
         row.pop("run_id")
     assert many == one
-    varying = ("run_id", "seconds", "mb_per_second", "stage_seconds", "manifest")
+    varying = ("run_id", "seconds", "mb_per_second", "stage_seconds", "manifest", "jobs")
     assert {k: v for k, v in s3.items() if k not in varying} == {k: v for k, v in s1.items() if k not in varying}
+    assert (s1["jobs"], s3["jobs"]) == (1, 3)  # --jobs auto (the default) plans a corpus this small here
     assert s3["duplicate_sessions"] and s3["not_sessions"] and s3["malformed_lines"]
     assert [Path(f["file"]).name for f in s3["failed_files"]] == ["notes.jsonl"]
 

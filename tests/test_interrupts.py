@@ -42,6 +42,7 @@ def slow_plan(path, *args, **kwargs):  # in worker processes (--jobs)
     return original_plan(path, *args, **kwargs)
 
 workers.plan_or_skip = slow_plan
+workers.BATCH_FILES = 1  # a file a task: the workers are stopped mid-queue, not mid-batch
 
 def slow(self, job, *args, **kwargs):
     original(self, job, *args, **kwargs)

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch import importer, workers
-from hindsight_batch.errors import EXIT_INTERNAL
+from hindsight_batch.errors import EXIT_CONFIG, EXIT_INTERNAL, ConfigError
 from hindsight_batch.sinks import ledger as ledger_module
 from tests.conftest import REPO, SessionBuilder, invoke, read_manifest
 
@@ -134,6 +134,48 @@ def test_a_worker_process_that_dies_fails_its_file_only(
     assert "worker process" in summary["failed_files"][0]["reason"]
     imported = {Path(r["source_file"]) for r in read_manifest(manifest)}
     assert imported == set(good) - {killer}
+
+
+class _NotRebuilt(Exception):
+    """An exception that pickle cannot rebuild from its message, as many libraries' are: it used to break the
+    whole worker pool when a worker sent it to the parent."""
+
+    def __init__(self, what: str, line: int) -> None:
+        super().__init__(f"{what} at line {line}")
+
+
+def test_an_error_pickle_cannot_carry_from_a_worker_fails_its_file_only(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = sessions(tmp_path / "sessions", 5)
+    odd = good[1]
+    monkeypatch.setattr(workers, "plan_or_skip", fail_for({odd.name}, workers.plan_or_skip,
+                                                          _NotRebuilt(f"cannot handle {SECRET}", 7)))
+    manifest = tmp_path / "m.jsonl"
+    result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--manifest", str(manifest),
+                    "--state", str(tmp_path / "state"), "--json")
+    assert result.exit_code == 1, result.stderr
+    failed = json.loads(result.output)["failed_files"]
+    assert [(f["file"], f["reason"][:36]) for f in failed] == [(str(odd), "_NotRebuilt: cannot handle [REDACTED")]
+    assert failed[0]["reason"].endswith("at line 7") and SECRET not in result.output + result.stderr
+    assert {Path(r["source_file"]) for r in read_manifest(manifest)} == set(good) - {odd}
+
+
+def test_a_configuration_error_met_in_a_worker_stops_the_run_with_exit_3(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in one process (S8): a bad configuration found while planning ends the run, naming the file and key,
+    and nothing is recorded as read."""
+    good = sessions(tmp_path / "sessions", 5)
+    problem = ConfigError("/work/demo/.pi/hindsight.json", "toolFilter.exclude", "not a list of tool names")
+    monkeypatch.setattr(workers, "plan_or_skip", fail_for({good[3].name}, workers.plan_or_skip, problem))
+    state = tmp_path / "state"
+    result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--state", str(state))
+    assert result.exit_code == EXIT_CONFIG, result.stderr
+    assert "/work/demo/.pi/hindsight.json: toolFilter.exclude: not a list of tool names" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert ledger_rows(state, "SELECT status FROM runs") == [("failed",)]
+    assert ledger_rows(state, "SELECT count(*) FROM sources") == [(0,)]
 
 
 def test_an_empty_file_is_not_a_failure(runner: CliRunner, tmp_path: Path) -> None:

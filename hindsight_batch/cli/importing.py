@@ -24,6 +24,19 @@ def _parse_since(value: str | None) -> datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
+def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Literal["auto"]:
+    """``--jobs``: a number of processes from 1 to 64, or ``auto``."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = 0
+    if not 1 <= jobs <= 64:
+        raise click.BadParameter(f"{value!r} is not a number from 1 to 64, nor 'auto'.", ctx, param)
+    return jobs
+
+
 @cli.command("import")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), help="Write the manifest (JSONL) here.")
@@ -54,8 +67,9 @@ def _parse_since(value: str | None) -> datetime | None:
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Plan this many session files at once, in worker processes. Same output; memory per worker.")
+@click.option("--jobs", metavar="N|auto", default="auto", show_default=True, callback=_jobs,
+              help="Plan this many session files at once, in worker processes (1 to 64). Same output; memory per "
+                   "worker. auto: one process below 16 MB of sessions, else one per usable CPU, at most 4.")
 @common_options
 @handle_errors
 def import_command(
@@ -77,7 +91,7 @@ def import_command(
     live_retained: str,
     catch_up: bool,
     max_seconds: float | None,
-    jobs: int,
+    jobs: int | Literal["auto"],
     config_file: Path | None,
     as_json: bool,
     quiet: bool,
@@ -179,7 +193,8 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
     out(f"  files {data['files']}: sessions {data['sessions']}, unchanged since last run {data['unchanged_files']}, "
         f"filtered out {data['filtered_out']}, not sessions {len(data['not_sessions'])}; "
-        f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}")
+        f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}"
+        + (f", {data['jobs']} worker processes" if data["jobs"] > 1 else ""))
     for problem in data["not_sessions"][:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
     if data["failed_files_total"]:

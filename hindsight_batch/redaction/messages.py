@@ -15,11 +15,16 @@ if TYPE_CHECKING:  # the rules are compiled when a message is first redacted, no
 _MAX_REASON = 300
 
 
+class FailureReason(Exception):
+    """An exception already reduced to its one-line reason: how a worker process (``import --jobs``) sends one
+    that would not survive pickling."""
+
+
 def failure_reason(exc: BaseException) -> str:
     """One line saying what went wrong, for summaries, the ledger and the terminal: never a traceback."""
     if isinstance(exc, OSError) and exc.strerror:
         text = exc.strerror  # "Permission denied": the file is named beside the reason
-    elif isinstance(exc, HindsightBatchError):
+    elif isinstance(exc, HindsightBatchError | FailureReason):
         text = str(exc)
     else:
         message = str(exc)

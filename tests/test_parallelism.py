@@ -1,0 +1,93 @@
+"""``import --jobs auto`` (the default): one process for a small import, else a worker per usable CPU (at most
+``AUTO_MAX_JOBS``), where "usable" takes a container's CPU quota into account."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hindsight_batch import parallelism
+from hindsight_batch.parallelism import AUTO_MAX_JOBS, AUTO_MIN_BYTES, auto_jobs, usable_cpus
+from tests.conftest import invoke, read_manifest, small_sessions
+
+AFFINITY = len(os.sched_getaffinity(0))
+
+
+def cgroup(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("files", "quota"), [
+    ({}, None),  # no cgroup files (not Linux, or not mounted)
+    ({"cpu.max": "max 100000\n"}, None),  # cgroup v2, no quota
+    ({"cpu.max": "50000 100000\n"}, 1),  # half a CPU: still one
+    ({"cpu.max": "150000 100000\n"}, 2),
+    ({"cpu.max": "garbage\n"}, None),  # unreadable: ignored, never a crash
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # cgroup v1, no quota
+    ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+])
+def test_usable_cpus_is_the_affinity_lowered_to_the_cgroup_quota(
+    tmp_path: Path, files: dict[str, str], quota: int | None
+) -> None:
+    expected = AFFINITY if quota is None else min(AFFINITY, quota)
+    assert usable_cpus(cgroup(tmp_path, files)) == expected
+
+
+def test_auto_jobs_is_one_process_for_a_small_import_or_a_single_file() -> None:
+    assert auto_jobs(AUTO_MIN_BYTES - 1, 500, cpus=8) == 1
+    assert auto_jobs(10 * AUTO_MIN_BYTES, 1, cpus=8) == 1
+    assert auto_jobs(AUTO_MIN_BYTES, 2, cpus=8) == 2  # no more workers than files
+    assert auto_jobs(AUTO_MIN_BYTES, 500, cpus=3) == 3
+    assert auto_jobs(AUTO_MIN_BYTES, 500, cpus=64) == AUTO_MAX_JOBS
+    assert auto_jobs(AUTO_MIN_BYTES, 500, cpus=1) == 1
+
+
+def test_the_default_plans_in_workers_once_the_sessions_are_large_enough_with_the_same_plan(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = small_sessions(tmp_path / "sessions", "auto", count=6)
+    total = sum(p.stat().st_size for p in sessions.iterdir())
+    monkeypatch.setattr(parallelism, "usable_cpus", lambda: 3)
+
+    def run(name: str, *extra: str) -> dict[str, object]:
+        result = invoke(runner, "import", str(sessions), "--manifest", str(tmp_path / name), "--state",
+                        str(tmp_path / name.replace(".jsonl", "")), "--json", *extra)
+        assert result.exit_code == 0, result.stderr
+        return dict(json.loads(result.output))
+
+    monkeypatch.setattr(parallelism, "AUTO_MIN_BYTES", total + 1)  # just too small
+    assert run("small.jsonl")["jobs"] == 1
+    monkeypatch.setattr(parallelism, "AUTO_MIN_BYTES", total)  # just large enough
+    assert run("large.jsonl")["jobs"] == 3
+    assert run("explicit.jsonl", "--jobs", "auto")["jobs"] == 3
+    assert run("one.jsonl", "--jobs", "1")["jobs"] == 1
+
+    def plan(name: str) -> list[dict[str, object]]:
+        return [{k: v for k, v in row.items() if k != "run_id"} for row in read_manifest(tmp_path / name)]
+
+    assert plan("large.jsonl") == plan("small.jsonl") == plan("one.jsonl") and len(plan("one.jsonl")) == 6
+
+
+def test_the_human_summary_says_how_many_worker_processes_planned(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    sessions = small_sessions(tmp_path / "sessions", "human", count=3)
+    result = invoke(runner, "import", str(sessions), "--jobs", "2", "--state", str(tmp_path / "state"))
+    assert result.exit_code == 0 and ", 2 worker processes" in result.stderr
+    result = invoke(runner, "import", str(sessions), "--state", str(tmp_path / "state"))
+    assert result.exit_code == 0 and "worker processes" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "65", "-1", "many", "2.5", ""])
+def test_a_bad_jobs_value_is_a_usage_error_naming_the_option(runner: CliRunner, tmp_path: Path, value: str) -> None:
+    result = invoke(runner, "import", str(tmp_path), "--jobs", value, "--state", str(tmp_path / "state"))
+    assert result.exit_code == 2
+    assert "Invalid value for '--jobs'" in result.stderr and "from 1 to 64" in result.stderr
+    assert not (tmp_path / "state").exists()  # refused before any work
