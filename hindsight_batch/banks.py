@@ -30,8 +30,8 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
@@ -48,8 +48,7 @@ class Unreproducible(Exception):
     """The live extension's rule cannot be re-run now; the message says why."""
 
 
-@dataclass(frozen=True)
-class BankChoice:
+class BankChoice(NamedTuple):
     """The project bank of a session (``bank_id``), or why there is none (``skip``), and how it was found."""
 
     bank_id: str | None

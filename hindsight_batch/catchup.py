@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def path_hash(session_file: Path) -> str:
@@ -29,8 +28,7 @@ def _folder(cwd: str) -> Path:
     return Path(cwd) / ".pi" / "hindsight"
 
 
-@dataclass(frozen=True)
-class CatchUpVerdict:
+class CatchUpVerdict(NamedTuple):
     retain: bool
     reason: str | None = None  # why the session is skipped
     handled_id: str | None = None  # the last message the live extension handled

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary
@@ -81,8 +81,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:8]
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(NamedTuple):
     """A session file that passed every check and is to be planned."""
 
     path: Path
@@ -284,7 +283,7 @@ class Importer:
                 self.accounting.file_failed(job.path, outcome)
             else:
                 self.times.add(outcome[1])
-                self._finish(job if outcome[2] is None else replace(job, sha256=outcome[2]), outcome[0])
+                self._finish(job if outcome[2] is None else job._replace(sha256=outcome[2]), outcome[0])
             bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 

@@ -22,9 +22,8 @@ import os
 import socket
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
 from hindsight_batch.config.families import HINDSIGHT_PI
@@ -39,8 +38,7 @@ LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
 
 
-@dataclass(frozen=True)
-class LiveDecision:
+class LiveDecision(NamedTuple):
     """What the check found for one session and what is done about it."""
 
     decision: str  # none | after | skip | include | unchecked

@@ -5,12 +5,14 @@ For each corpus shape of scripts/gen_corpus.py (default, small-files, long-lines
 bare ``json.loads`` loop over the same lines (each its own process, from start to exit) are run --rounds times,
 alternated, so both meet the same load on a shared machine; then the catch-up re-run (the same import again over
 the unchanged corpus) and an import of an empty folder. Reported: medians with the range over rounds (wall time,
-MB/s, peak RSS from wait4's rusage of each child), the ratio import/bare per round, and the targets:
+MB/s, peak RSS from wait4's rusage of each child: its largest process, the parent or one of its worker
+processes), the ratio import/bare per round, and the targets:
 
     per shape: median >= 0.30x bare json.loads and >= 60 MB/s; catch-up re-run <= 1 s; empty folder <= 0.25 s
 
     .venv/bin/python scripts/bench.py [--size 100] [--rounds 3] [--shapes default,small-files,...]
                                       [--builds installed,pure,compiled] [--corpora DIR] [--json-out F] [--before DIR]
+                                      [--jobs N|auto]
 
 One table per build. --builds installed (the default) measures what a user gets: this checkout installed as the
 README installs it (``pip install .``, which compiles the hot modules with mypyc) into a new venv made by --python's
@@ -107,8 +109,9 @@ Variant = tuple[str, list[str], dict[str, str]]  # label, command, environment
 
 
 def bench_shape(variants: list[Variant], python: str, corpus: Path, rounds: int, work: Path,
-                env: dict[str, str]) -> list[dict[str, object]]:
-    """Each round: the bare parse, then each variant's import and its catch-up re-run. One result per variant."""
+                env: dict[str, str], flags: list[str]) -> list[dict[str, object]]:
+    """Each round: the bare parse, then each variant's import (with ``flags``) and its catch-up re-run. One result
+    per variant."""
     imports: dict[str, list[tuple[float, float, dict[str, object]]]] = {label: [] for label, _c, _e in variants}
     reruns: dict[str, list[float]] = {label: [] for label, _c, _e in variants}
     bares: list[float] = []
@@ -119,7 +122,7 @@ def bench_shape(variants: list[Variant], python: str, corpus: Path, rounds: int,
         bares.append(bare_seconds)
         for label, command, variant_env in variants:
             state = work / f"state-{label}-{corpus.name}-{index}"
-            args = [*command, "import", str(corpus), "--state", str(state), "--json", "-q"]
+            args = [*command, "import", str(corpus), "--state", str(state), "--json", "-q", *flags]
             seconds, rss, out = run_child(args, variant_env)
             imports[label].append((seconds, rss, json.loads(out)))
             reruns[label].append(run_child(args, variant_env)[0])
@@ -136,6 +139,7 @@ def _shape_result(corpus: Path, size: int, imports: list[tuple[float, float, dic
     summary = imports[-1][2]
     return {
         "shape": corpus.name, "mb": mb, "files": summary["files"], "entries": summary["entries"],
+        "jobs": summary.get("jobs", 1),  # processes that planned (older versions: one)
         "import_mb_s": rates, "bare_mb_s": bare_rates, "ratio": ratios,
         "import_seconds": [s for s, _r, _o in imports], "peak_rss_mb": [r for _s, r, _o in imports],
         "rerun_seconds": reruns, "stage_seconds": summary["stage_seconds"],
@@ -144,8 +148,9 @@ def _shape_result(corpus: Path, size: int, imports: list[tuple[float, float, dic
 
 def table(build: str, results: list[dict[str, object]], empty: list[float], empty_cpu: list[float]) -> str:
     lines = [f"build: {build}", "",
-             "| corpus | MB, files | import MB/s | bare json.loads MB/s | ratio | peak RSS MB | catch-up re-run s |",
-             "|---|---|---|---|---|---|---|"]
+             "| corpus | MB, files | jobs | import MB/s | bare json.loads MB/s | ratio | peak RSS MB, largest process "
+             "| catch-up re-run s |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         rates, ratios, reruns = r["import_mb_s"], r["ratio"], r["rerun_seconds"]
         assert isinstance(rates, list) and isinstance(ratios, list) and isinstance(reruns, list)
@@ -154,10 +159,10 @@ def table(build: str, results: list[dict[str, object]], empty: list[float], empt
         assert isinstance(peak, list) and isinstance(bare, list)
         good = statistics.median(rates) >= 60 and statistics.median(ratios) >= 0.30
         lines.append(
-            f"| {r['shape']} | {r['mb']:.0f}, {r['files']} | {spread(rates)} | {spread(bare, 0)} | "
+            f"| {r['shape']} | {r['mb']:.0f}, {r['files']} | {r['jobs']} | {spread(rates)} | {spread(bare, 0)} | "
             f"{spread(ratios, 2)} {ok(good)} | {spread(peak, 0)} | {spread(reruns, 2)} "
             f"{ok(statistics.median(reruns) <= 1.0)} |")
-    lines.append(f"| empty folder | 0 | wall {spread(empty, 3)} s {ok(statistics.median(empty) <= 0.25)}; "
+    lines.append(f"| empty folder | 0 | | wall {spread(empty, 3)} s {ok(statistics.median(empty) <= 0.25)}; "
                  f"CPU {spread(empty_cpu, 3)} s | | | | |")
     lines.append("")
     lines.append("stage seconds (last round): " + "; ".join(
@@ -206,6 +211,7 @@ def main() -> None:
     parser.add_argument("--corpora", type=Path, help="where the corpora are written (kept, reused)")
     parser.add_argument("--python", default=str(ROOT / ".venv" / "bin" / "python"))
     parser.add_argument("--json-out", type=Path, default=Path("bench-result.json"))
+    parser.add_argument("--jobs", help="import --jobs for every import (default: the import's own default, auto)")
     parser.add_argument("--before", type=Path, help="another checkout to run alternately (its package folder's "
                                                     "parent), e.g. a worktree of main")
     args = parser.parse_args()
@@ -242,7 +248,9 @@ def main() -> None:
                 raise SystemExit(f"--builds: unknown build {build!r} (installed, pure or compiled)")
             for _label, _command, variant_env in build_variants:  # bytecode caches written before timing
                 warm_bytecode(build_python, variant_env)
-            per_shape = [bench_shape(build_variants, build_python, path, args.rounds, work, env) for path in paths]
+            flags = ["--jobs", args.jobs] if args.jobs else []
+            per_shape = [bench_shape(build_variants, build_python, path, args.rounds, work, env, flags)
+                         for path in paths]
             empty: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _c, _e in build_variants}
             for _ in range(max(args.rounds, 5)):
                 for label, variant_command, variant_env in build_variants:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pydantic import BaseModel, TypeAdapter
 
-from hindsight_batch.config import ConfigResolver
+from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.errors import ConfigError
 from tests.conftest import invoke
 
@@ -188,3 +190,32 @@ def test_the_user_bank_has_no_derive_key(runner: CliRunner, tmp_path: Path, isol
     with pytest.raises(ConfigError) as error:
         ConfigResolver(env={}, config_file=own).for_cwd(None)
     assert error.value.key == "banks.user.derive" and "unknown key" in error.value.problem
+
+
+def _sections(model: type[BaseModel]) -> Iterator[type[BaseModel]]:
+    yield model
+    for info in model.model_fields.values():
+        for inner in (info.annotation, *getattr(info.annotation, "__args__", ())):
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                yield from _sections(inner)
+
+
+def test_every_default_is_what_validating_it_gives() -> None:
+    """Defaults are made without validation (model_construct, for start-up time): each one, dumped and validated
+    again, is the same value, in every section. A default that validation would reject or change (a tuple for a
+    list, an unknown tool rule key, a number out of its range) fails here."""
+    checked = 0
+    for section in {*_sections(Settings)}:
+        for name, info in section.model_fields.items():
+            if info.default_factory is None:
+                continue
+            value = info.default_factory()  # type: ignore[call-arg]
+            if isinstance(value, BaseModel):
+                again = type(value).model_validate(value.model_dump(by_alias=True))
+                assert (again, again.model_dump()) == (value, value.model_dump()), f"{section.__name__}.{name}"
+                assert type(value.model_dump()) is dict
+            else:
+                assert TypeAdapter(info.annotation).validate_python(value) == value, f"{section.__name__}.{name}"
+            checked += 1
+    assert checked >= 20
+    assert Settings().model_dump() == Settings.model_validate({}).model_dump()

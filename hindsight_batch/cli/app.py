@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -109,6 +108,8 @@ def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoRetur
         code, line = EXIT_SIGTERM, "hindsight-batch: terminated (SIGTERM)"
     else:
         if debug:
+            import traceback  # (loaded only here: a few ms of every start-up otherwise)
+
             traceback.print_exception(exc)
         code = EXIT_INTERNAL
         from hindsight_batch.redaction.messages import failure_reason  # the redactor loads only for an error

@@ -20,6 +20,9 @@ BankStrategy = Literal["per-repo", "per-directory", "git-branch", "pi-session", 
 
 
 class _Section(BaseModel):
+    # Defaults are made with model_construct (tests/test_config.py checks that validating them changes nothing):
+    # a section class called on its own builds its own validator, a dozen more at start-up. Every default_factory
+    # is a lambda: pydantic inspects a factory's signature (does it take the data?), slow for a class or builtin.
     # defer_build: a section's validator is built when it is first used on its own, not at import; the settings
     # build theirs (sections included) once, when the first configuration is read (about 50 ms less CPU for
     # every command, scripts/bench.py's empty folder).
@@ -32,7 +35,7 @@ class RetainContent(_Section):
 
     user: list[BlockType] = Field(default_factory=lambda: list[BlockType](["text"]))
     assistant: list[BlockType] = Field(default_factory=lambda: list[BlockType](["text"]))
-    tool_result: list[BlockType] = Field(default_factory=list)
+    tool_result: list[BlockType] = Field(default_factory=lambda: [])
 
 
 class Strip(_Section):
@@ -54,9 +57,11 @@ class ToolRule(_Section):
 
 
 class ToolFilter(_Section):
-    tool_call: ToolRule = Field(default_factory=lambda: ToolRule(exclude=["read", "grep", "find", "ls"]))
+    tool_call: ToolRule = Field(
+        default_factory=lambda: ToolRule.model_construct(exclude=["read", "grep", "find", "ls"])
+    )
     tool_result: ToolRule = Field(
-        default_factory=lambda: ToolRule(exclude=["read", "grep", "find", "ls", "write", "edit"])
+        default_factory=lambda: ToolRule.model_construct(exclude=["read", "grep", "find", "ls", "write", "edit"])
     )
 
 
@@ -83,8 +88,8 @@ class Bank(UserBank):
 
 
 class Banks(_Section):
-    project: Bank = Field(default_factory=Bank)
-    user: UserBank = Field(default_factory=UserBank)
+    project: Bank = Field(default_factory=lambda: Bank.model_construct())
+    user: UserBank = Field(default_factory=lambda: UserBank.model_construct())
 
 
 class UserRetain(_Section):
@@ -93,7 +98,7 @@ class UserRetain(_Section):
 
 class Redaction(_Section):
     policy: Literal["redact", "skip"] = "redact"
-    private_hosts: list[str] = Field(default_factory=list)  # extra host globs treated as private URLs
+    private_hosts: list[str] = Field(default_factory=lambda: [])  # extra host globs treated as private URLs
 
 
 class Import(_Section):
@@ -102,7 +107,7 @@ class Import(_Section):
     max_block_chars: int = Field(32_768, ge=256, le=10_000_000)
     branches: Literal["current", "all"] = "current"
     compaction: Literal["full", "context"] = "full"
-    retain_custom_types: list[str] = Field(default_factory=list)
+    retain_custom_types: list[str] = Field(default_factory=lambda: [])
 
 
 class Routing(_Section):
@@ -137,24 +142,24 @@ class Settings(_Section):
     base_url: str = "http://localhost:8888"
     api_key: SecretStr | None = None
     project_name: str | None = None
-    constant_tags: list[str] = Field(default_factory=list)
+    constant_tags: list[str] = Field(default_factory=lambda: [])
     auto_recall_tags: list[str] | None = None
     # A list of tag lists, or one of the server's named modes (hindsight-pi passes them through).
     observation_scopes: list[list[str]] | Literal["combined", "per_tag", "all_combinations"] | None = None
-    retain_content: RetainContent = Field(default_factory=RetainContent)
-    strip: Strip = Field(default_factory=Strip)
-    tool_filter: ToolFilter = Field(default_factory=ToolFilter)
-    banks: Banks = Field(default_factory=Banks)
-    user_retain: UserRetain = Field(default_factory=UserRetain)
-    redaction: Redaction = Field(default_factory=Redaction)
-    import_: Import = Field(default_factory=lambda: Import(), alias="import")
-    routing: Routing = Field(default_factory=Routing)
-    upload: Upload = Field(default_factory=lambda: Upload())
+    retain_content: RetainContent = Field(default_factory=lambda: RetainContent.model_construct())
+    strip: Strip = Field(default_factory=lambda: Strip.model_construct())
+    tool_filter: ToolFilter = Field(default_factory=lambda: ToolFilter.model_construct())
+    banks: Banks = Field(default_factory=lambda: Banks.model_construct())
+    user_retain: UserRetain = Field(default_factory=lambda: UserRetain.model_construct())
+    redaction: Redaction = Field(default_factory=lambda: Redaction.model_construct())
+    import_: Import = Field(default_factory=lambda: Import.model_construct(), alias="import")
+    routing: Routing = Field(default_factory=lambda: Routing.model_construct())
+    upload: Upload = Field(default_factory=lambda: Upload.model_construct())
     # hindsight-pi's bank keys (top level in its files; see ``hindsight_batch/banks.py``).
     bank_id: str | None = None
     bank_strategy: BankStrategy | None = None
     global_bank_id: str | None = None
-    mappings: dict[str, str] = Field(default_factory=dict)
+    mappings: dict[str, str] = Field(default_factory=lambda: {})
     # Whose bank rule applies when both extensions' files are found ("auto": the one whose files are found).
     extension: Literal["auto", "hindsight-pi", "pi-hindsight", "none"] = "auto"
 

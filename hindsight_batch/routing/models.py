@@ -51,9 +51,9 @@ class RoutingStrategyInput(_Model):
     project_bank_id: str | None = None
     user_bank_id: str | None = None
     session_file: str | None = None
-    base_tags: list[str] = Field(default_factory=list)
+    base_tags: list[str] = Field(default_factory=lambda: [])
     # Secrets the redaction pass already replaced in ``content``, by rule (an addition to the ADR's shape).
-    redactions: dict[str, int] = Field(default_factory=dict)
+    redactions: dict[str, int] = Field(default_factory=lambda: {})
 
 
 class RouteTarget(_Model):

@@ -16,7 +16,6 @@ import os
 import secrets
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
@@ -45,8 +44,7 @@ def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "hindsight-batch"
 
 
-@dataclass(frozen=True, slots=True)
-class SourceState:
+class SourceState(NamedTuple):
     size: int
     mtime_ns: int
     settings_hash: str
@@ -54,8 +52,7 @@ class SourceState:
     sha256: str | None = None  # of the file's bytes when last read (None: recorded before hashes were kept)
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewedSource:
+class ReviewedSource(NamedTuple):
     """What a dry run saw of one source it planned or reused (table ``run_sources``): ``import --apply
     --from-run`` sends its items only while the file and the settings are still exactly these."""
 
@@ -76,8 +73,7 @@ class ReviewedItem(NamedTuple):
     bank_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentRow:
+class DocumentRow(NamedTuple):
     bank_id: str
     document_id: str
     bank_role: str
@@ -123,8 +119,7 @@ class LedgerVersionError(LedgerPathError):
     cannot be read: refused untouched, with the same exit code as a ledger that cannot be opened."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunRow:
+class RunRow(NamedTuple):
     run_id: str
     command: str
     mode: str
@@ -133,8 +128,7 @@ class RunRow:
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestCounts:
+class ManifestCounts(NamedTuple):
     """One run's manifest rows counted: each chunk once (its first row), except ``banks`` (every row with a bank).
     Each list is most first, ties in the order first written, as ``collections.Counter.most_common`` orders."""
 
