@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import itertools
 import json
 import time
 import uuid
@@ -254,7 +255,6 @@ class Importer:
 
     def _plan_in_workers(self, bar: ProgressBar) -> None:
         """``--jobs N``: sessions planned in N worker processes, finished here in file order."""
-        from hindsight_batch.workers import PlanTask, run_in_workers
 
         def prepared() -> Iterator[_Job]:
             for path in self.files:
@@ -264,6 +264,12 @@ class Importer:
                         bar.update(file_size(path))
                 else:
                     yield job
+
+        jobs = prepared()
+        first = next(jobs, None)
+        if first is None:  # nothing new to plan (a catch-up re-run): neither the workers nor the planner load
+            return
+        from hindsight_batch.workers import PlanTask, run_in_workers
 
         def task_for(job: _Job) -> PlanTask:
             return PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
@@ -287,7 +293,8 @@ class Importer:
             bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 
-        run_in_workers(self.summary.jobs, prepared(), task_for, done, read if self.options.progress else None)
+        run_in_workers(self.summary.jobs, itertools.chain((first,), jobs), task_for, done,
+                       read if self.options.progress else None)
 
     def _prepare(self, path: Path, hash_here: bool = True) -> _Job | None:
         """What is left to plan of ``path``, or None (:meth:`_job_for`); anything that fails on this file (it

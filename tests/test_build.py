@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from hindsight_batch import COMPILED_SOURCES, build, stale_compiled
 from hindsight_batch.errors import ConfigError
 from hindsight_batch.routing import signals
 from hindsight_batch.session.model import EntryNode, LineProblem, SessionHeader
-from tests.conftest import invoke
+from tests.conftest import REPO, invoke
 
 
 def test_version_names_the_build_that_is_running(runner: CliRunner) -> None:
@@ -67,6 +68,33 @@ def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
     assert quiet or "files 0: sessions 0" in done.stderr
+
+
+def test_a_re_run_over_unchanged_sessions_loads_neither_the_planner_nor_the_workers(tmp_path: Path) -> None:
+    """A catch-up re-run (every session unchanged since the last run) reuses the ledger's rows: with worker
+    processes asked for, none is started and neither the planner, the routing strategies, the redactor nor the
+    HTTP client is loaded (the rows are the same as the first run's)."""
+    sessions = tmp_path / "sessions"
+    shutil.copytree(REPO / "samples", sessions)
+    args = [str(sessions), "--state", str(tmp_path / "state"), "--live-retained", "include", "--jobs", "2"]
+    probe = (
+        "import sys, json\n"
+        "from hindsight_batch.cli import cli\n"
+        "try:\n"
+        f"    cli.main(['import', *{args!r}, '-q'], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.workers', 'concurrent.futures.process',"
+        " 'hindsight_batch.redaction.redactor', 'hindsight_batch.routing.strategy']\n"
+        "print(json.dumps(sorted(m for m in heavy if m in sys.modules)))\n"
+    )
+    first = invoke(CliRunner(), "import", *args, "--json")
+    assert first.exit_code == 0 and json.loads(first.output)["unchanged_files"] == 0
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [], done.stdout + done.stderr
+    again = invoke(CliRunner(), "import", *args, "--json")
+    data = json.loads(again.output)
+    assert data["unchanged_files"] == data["sessions"] > 0 and data["chunks"] == json.loads(first.output)["chunks"]
 
 
 def test_sources_edited_after_an_in_place_build_are_named(tmp_path: Path) -> None:
