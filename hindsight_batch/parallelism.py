@@ -33,12 +33,16 @@ def _cgroup_quota(root: Path) -> float | None:
     where there is none or it cannot be read."""
     with contextlib.suppress(OSError, ValueError):
         quota, period = (root / "cpu.max").read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
+        return None if quota == "max" else _ratio(int(quota), int(period))
     with contextlib.suppress(OSError, ValueError):
         quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-        return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
+        return _ratio(quota_us, int((root / "cpu" / "cpu.cfs_period_us").read_text()))
     return None
+
+
+def _ratio(quota: int, period: int) -> float | None:
+    """A quota of ``quota`` per ``period`` microseconds in CPUs; None for no quota (v1 writes -1) or nonsense."""
+    return quota / period if quota > 0 and period > 0 else None
 
 
 def auto_jobs(total_bytes: int, files: int, cpus: int | None = None) -> int:

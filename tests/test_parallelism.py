@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hindsight_batch import parallelism
 from hindsight_batch.parallelism import AUTO_MAX_JOBS, AUTO_MIN_BYTES, auto_jobs, usable_cpus
 from tests.conftest import invoke, read_manifest, small_sessions
 
 AFFINITY = len(os.sched_getaffinity(0))
+NUMBERS = st.integers(min_value=-(10**20), max_value=10**20).map(str)  # as the kernel writes them, and worse
 
 
 def cgroup(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -30,6 +33,8 @@ def cgroup(tmp_path: Path, files: dict[str, str]) -> Path:
     ({"cpu.max": "50000 100000\n"}, 1),  # half a CPU: still one
     ({"cpu.max": "150000 100000\n"}, 2),
     ({"cpu.max": "garbage\n"}, None),  # unreadable: ignored, never a crash
+    ({"cpu.max": "100000 0\n"}, None),  # a zero period: no quota, not a division by zero
+    ({"cpu.max": "-5 100000\n"}, None),
     ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # cgroup v1, no quota
     ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
 ])
@@ -91,3 +96,44 @@ def test_a_bad_jobs_value_is_a_usage_error_naming_the_option(runner: CliRunner, 
     assert result.exit_code == 2
     assert "Invalid value for '--jobs'" in result.stderr and "from 1 to 64" in result.stderr
     assert not (tmp_path / "state").exists()  # refused before any work
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cpu_max=st.one_of(st.none(), st.text(max_size=40), st.binary(max_size=40),
+                         st.builds("{} {}\n".format, st.one_of(st.just("max"), NUMBERS), NUMBERS)),
+       v1=st.one_of(st.none(), st.tuples(st.one_of(st.text(max_size=20), NUMBERS), NUMBERS)))
+def test_any_cgroup_file_gives_a_cpu_count_and_never_an_error(
+    tmp_path_factory: pytest.TempPathFactory, cpu_max: str | bytes | None, v1: tuple[str, str] | None
+) -> None:
+    """Whatever the cgroup files hold (garbage, binary, zero, negative, huge numbers), the count is one CPU or
+    more, and never more than the affinity allows."""
+    root = tmp_path_factory.mktemp("cgroup")
+    if isinstance(cpu_max, bytes):
+        (root / "cpu.max").write_bytes(cpu_max)
+    elif cpu_max is not None:
+        (root / "cpu.max").write_text(cpu_max, errors="surrogateescape")
+    if v1 is not None:
+        (root / "cpu").mkdir()
+        (root / "cpu" / "cpu.cfs_quota_us").write_text(v1[0], errors="surrogateescape")
+        (root / "cpu" / "cpu.cfs_period_us").write_text(v1[1], errors="surrogateescape")
+    assert 1 <= usable_cpus(root) <= AFFINITY
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(max_size=12))
+def test_any_jobs_value_is_a_count_auto_or_a_usage_error(value: str) -> None:
+    """``--jobs`` takes 1 to 64 or ``auto`` and nothing else: anything else is exit 2 naming the option, never a
+    traceback and never a run."""
+    import click
+
+    from hindsight_batch.cli.importing import _jobs
+
+    command = click.Command("import")
+    context = click.Context(command)
+    parameter = click.Option(["--jobs"])
+    try:
+        jobs = _jobs(context, parameter, value)
+    except click.BadParameter as exc:
+        assert "from 1 to 64" in exc.format_message()
+    else:
+        assert jobs == "auto" or (isinstance(jobs, int) and 1 <= jobs <= 64)
