@@ -300,8 +300,6 @@ def run_in_workers(
 
     def finish_first() -> None:
         nonlocal backlog, pool
-        if not waiting:
-            hand_out()
         job, future, place, ticket = waiting.popleft()
         backlog -= job.size
         outcome: PlanOutcome | BaseException
