@@ -137,3 +137,17 @@ def test_any_jobs_value_is_a_count_auto_or_a_usage_error(value: str) -> None:
         assert "from 1 to 64" in exc.format_message()
     else:
         assert jobs == "auto" or (isinstance(jobs, int) and 1 <= jobs <= 64)
+
+
+def test_the_library_plans_in_this_process_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_import`` keeps one process by default, however large the import: a program that calls it gets no
+    child processes it did not ask for; ``jobs="auto"`` asks."""
+    from hindsight_batch.api import ImportOptions, run_import
+
+    sessions = small_sessions(tmp_path / "sessions", "lib", count=4)
+    monkeypatch.setattr(parallelism, "AUTO_MIN_BYTES", 0)
+    monkeypatch.setattr(parallelism, "usable_cpus", lambda: 2)
+    plain = run_import(ImportOptions(paths=(sessions,), state_dir=tmp_path / "a", live_retained="include"))
+    auto = run_import(ImportOptions(paths=(sessions,), state_dir=tmp_path / "b", live_retained="include",
+                                    jobs="auto"))
+    assert (plain.data["jobs"], auto.data["jobs"]) == (1, 2) and plain.chunks == auto.chunks == 4
