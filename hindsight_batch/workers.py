@@ -171,6 +171,7 @@ def _drop_items(plan: SessionPlan) -> None:
 
 PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
+WORKER_BACKLOG_FILES = 4096  # and files: tiny sessions, thousands to a MB, must not all queue when workers lag
 # Small files go to a worker in batches: a task costs both processes a fraction of a millisecond (pickling, pipes,
 # the pool's threads), which was a fifth of an import of many small sessions. A batch is handed out when it holds
 # this many files or bytes, or when its first file has waited this long (so workers never idle while the parent
@@ -251,7 +252,8 @@ def run_in_workers(
 
     Small files go in batches (``BATCH_FILES``, ``BATCH_BYTES``, ``BATCH_SECONDS``). While a large session is
     planned, the other workers go on with the files after it; their plans wait for it, up to
-    ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that)."""
+    ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that) or
+    ``WORKER_BACKLOG_FILES`` files."""
     waiting: deque[_Waiting] = deque()
     pending: list[tuple[Job, int]] = []  # (job, ticket) of the batch being gathered, not yet handed out
     pending_bytes = 0
@@ -298,6 +300,10 @@ def run_in_workers(
         pass_reports()  # the worker wrote its last reports before its plans: all are in the pipe now
         return outcomes[place]
 
+    def backlogged() -> bool:
+        """So much handed out and not done that the parent waits for the first file before preparing more."""
+        return len(waiting) > jobs and (backlog > WORKER_BACKLOG_BYTES or len(waiting) > WORKER_BACKLOG_FILES)
+
     def finish_first() -> None:
         nonlocal backlog, pool
         job, future, place, ticket = waiting.popleft()
@@ -340,7 +346,7 @@ def run_in_workers(
                     hand_out()
             backlog += job.size
             pass_reports()
-            while (len(waiting) > jobs and backlog > WORKER_BACKLOG_BYTES) or (waiting and waiting[0].future.done()):
+            while backlogged() or (waiting and waiting[0].future.done()):
                 finish_first()
         hand_out()
         while waiting:

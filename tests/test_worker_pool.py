@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import workers
+from hindsight_batch import importer, workers
 from tests.conftest import SessionBuilder, invoke, read_manifest, small_sessions
 
 # In a fresh process, files handed out two at a time: the first pool refuses its third batch as a pool whose
@@ -125,3 +126,34 @@ def test_a_batch_is_handed_out_once_its_first_file_has_waited_batch_seconds(
     result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--state", str(tmp_path / "s"))
     assert result.exit_code == 0, result.stderr
     assert batches == [[name] for name in names]
+
+
+def test_the_parent_stops_handing_out_files_while_too_many_wait(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers slower than the parent (here: a sleep per file) never get the whole corpus queued: at most
+    ``WORKER_BACKLOG_FILES`` files wait, however small (tens of thousands of tiny sessions held a task each)."""
+    small_sessions(tmp_path / "sessions", "backlog", count=24)
+    monkeypatch.setattr(workers, "BATCH_FILES", 1)
+    monkeypatch.setattr(workers, "WORKER_BACKLOG_FILES", 4)
+    real_plan = workers.plan_or_skip
+
+    def slow_plan(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(workers, "plan_or_skip", slow_plan)
+    batches = _hand_overs(monkeypatch)
+    handed_out_when_finished: list[int] = []
+    real_finish = importer.Importer._finish
+
+    def finish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        handed_out_when_finished.append(len(batches))
+        return real_finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(importer.Importer, "_finish", finish)
+    result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--state", str(tmp_path / "s"))
+    assert result.exit_code == 0, result.stderr
+    assert len(handed_out_when_finished) == len(batches) == 24
+    # The k-th file is finished with at most WORKER_BACKLOG_FILES + 1 files handed out beyond it.
+    assert all(out <= k + 5 for k, out in enumerate(handed_out_when_finished, start=1)), handed_out_when_finished
