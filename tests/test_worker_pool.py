@@ -132,7 +132,7 @@ def test_the_parent_stops_handing_out_files_while_too_many_wait(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Workers slower than the parent (here: a sleep per file) never get the whole corpus queued: at most
-    ``WORKER_BACKLOG_FILES`` files wait, however small (tens of thousands of tiny sessions held a task each)."""
+    ``WORKER_BACKLOG_FILES`` files wait, however small they are."""
     small_sessions(tmp_path / "sessions", "backlog", count=24)
     monkeypatch.setattr(workers, "BATCH_FILES", 1)
     monkeypatch.setattr(workers, "WORKER_BACKLOG_FILES", 4)
