@@ -88,12 +88,13 @@ PROGRESS_POLL = 0.2  # seconds the parent waits for a plan before it moves the b
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    # Forked on Linux (no second import of the package in each worker). macOS offers fork too, but its system
+    # libraries are not fork-safe (Python's own default there is spawn): with workers on by default, spawn.
+    return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
 
 def worker_pool(jobs: int, progress: Connection | None = None) -> ProcessPoolExecutor:
-    """``jobs`` worker processes: forked where the system can (no second import of the package), and each
+    """``jobs`` worker processes: forked on Linux (no second import of the package), and each
     ended with the process that started it. ``progress``: the writing end of the pipe they report reading on."""
     return ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_worker_started,
                                initargs=(os.getpid(), progress))

@@ -157,3 +157,40 @@ def test_the_parent_stops_handing_out_files_while_too_many_wait(
     assert len(handed_out_when_finished) == len(batches) == 24
     # The k-th file is finished with at most WORKER_BACKLOG_FILES + 1 files handed out beyond it.
     assert all(out <= k + 5 for k, out in enumerate(handed_out_when_finished, start=1)), handed_out_when_finished
+
+
+SPAWNED = """
+import json, sys
+from pathlib import Path
+from hindsight_batch import workers
+from hindsight_batch.api import ImportOptions, run_import
+
+real, sys.platform = sys.platform, "darwin"  # as on macOS: workers are spawned (a fresh interpreter each)
+context = workers._context()
+sys.platform = real
+assert context.get_start_method() == "spawn"
+workers._context = lambda: context
+result = run_import(ImportOptions(paths=(Path(sys.argv[1]),), jobs=2, live_retained="include", progress=True,
+                                  state_dir=Path(sys.argv[2]), manifest=Path(sys.argv[3]), include_content=True))
+print(json.dumps({"jobs": result.data["jobs"], "failed": result.data["failed_files_total"]}))
+"""
+
+
+def test_spawned_workers_as_on_macos_plan_the_same_as_one_process(runner: CliRunner, tmp_path: Path) -> None:
+    """Where fork is unsafe (macOS), workers are spawned: the tasks, the settings and the progress pipe reach a
+    fresh interpreter, and the plan is the one a single process makes."""
+    small_sessions(tmp_path / "sessions", "spawn", count=6)
+    done = subprocess.run([sys.executable, "-c", SPAWNED, str(tmp_path / "sessions"), str(tmp_path / "state"),
+                           str(tmp_path / "spawned.jsonl")], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"jobs": 2, "failed": 0}
+    one = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "1", "--include-content",
+                 "--live-retained", "include", "--manifest",
+                 str(tmp_path / "one.jsonl"), "--state", str(tmp_path / "state1"))
+    assert one.exit_code == 0, one.stderr
+
+    def plan(name: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k not in ("run_id", "fingerprints")}
+                for r in read_manifest(tmp_path / name)]
+
+    assert plan("spawned.jsonl") == plan("one.jsonl") and len(plan("one.jsonl")) == 6
