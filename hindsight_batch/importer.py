@@ -265,8 +265,8 @@ class Importer:
                 else:
                     yield job
 
-        jobs = prepared()
-        first = next(jobs, None)
+        to_plan = prepared()
+        first = next(to_plan, None)
         if first is None:  # nothing new to plan (a catch-up re-run): neither the workers nor the planner load
             return
         from hindsight_batch.workers import PlanTask, run_in_workers
@@ -293,7 +293,7 @@ class Importer:
             bar.update(job.size - reported.pop(job.path, 0))
             self._show_upload(bar)
 
-        run_in_workers(self.summary.jobs, itertools.chain((first,), jobs), task_for, done,
+        run_in_workers(self.summary.jobs, itertools.chain((first,), to_plan), task_for, done,
                        read if self.options.progress else None)
 
     def _prepare(self, path: Path, hash_here: bool = True) -> _Job | None:

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
@@ -230,10 +230,10 @@ Job = TypeVar("Job", bound=PooledJob)
 Batch = Future[list[PlanOutcome | BaseException]]
 
 
-class _Waiting(NamedTuple):
+class _Waiting(NamedTuple, Generic[Job]):
     """A file handed to a worker and not yet done: its batch's future, its place in that batch, its ticket."""
 
-    job: PooledJob
+    job: Job
     future: Batch
     place: int
     ticket: int
@@ -255,7 +255,7 @@ def run_in_workers(
     planned, the other workers go on with the files after it; their plans wait for it, up to
     ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that) or
     ``WORKER_BACKLOG_FILES`` files."""
-    waiting: deque[_Waiting] = deque()
+    waiting: deque[_Waiting[Job]] = deque()
     pending: list[tuple[Job, int]] = []  # (job, ticket) of the batch being gathered, not yet handed out
     pending_bytes = 0
     pending_since = 0.0
@@ -318,18 +318,18 @@ def run_in_workers(
             # that kills its worker twice is the one that failed.
             pool.shutdown(wait=False, cancel_futures=True)
             pool = worker_pool(jobs, progress)
-            again = [(cast(Job, w.job), w.ticket) for w in waiting]
+            again = [(w.job, w.ticket) for w in waiting]
             waiting.clear()
             for one in again:
                 submit([one])
-            outcome = _plan_alone(task_for(cast(Job, job)))
+            outcome = _plan_alone(task_for(job))
         except Exception as exc:  # the batch could not be sent or returned (pickling): its files fail, the run goes on
             outcome = exc
         finally:
             del reading[ticket]
         if isinstance(outcome, HindsightBatchError):
             raise outcome
-        done(cast(Job, job), outcome)
+        done(job, outcome)
 
     try:
         for job in prepared:
