@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,6 @@ from hindsight_batch.redaction.messages import failure_reason
 
 if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan
-    from hindsight_batch.rows import ManifestRow
 
 
 @dataclass
@@ -141,21 +140,24 @@ class Accounting:
             self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": None,
                                               "reason": reason})
 
-    def rows(self, rows: Sequence[ManifestRow]) -> None:
-        """A session's manifest rows: statuses, chunks, routes, skip reasons, items by bank role."""
+    def rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """A session's manifest rows (as the manifest file has them): statuses, chunks, routes, skip reasons, items
+        by bank role."""
         summary = self.summary
         seen_chunks: set[tuple[str, int]] = set()
         for row in rows:
-            summary.statuses[row.status] += 1
-            chunk_key = (row.segment, row.chunk_index)
+            status = row["status"]
+            summary.statuses[status] += 1
+            chunk_key = (row["segment"], row["chunk_index"])
             if chunk_key not in seen_chunks:
                 seen_chunks.add(chunk_key)
                 summary.chunks += 1
-                summary.routes[row.decision.route] += 1
-                if row.status == "skipped":
-                    summary.skip_reasons[_without_mode(row.decision.reason)] += 1
-            if row.bank_role:
-                summary.items[row.bank_role] += 1
+                decision = row["decision"]
+                summary.routes[decision["route"]] += 1
+                if status == "skipped":
+                    summary.skip_reasons[_without_mode(decision["reason"])] += 1
+            if row["bank_role"]:
+                summary.items[row["bank_role"]] += 1
 
     def session(self, plan: SessionPlan) -> None:
         """What reading and planning one session found."""

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 
 class SessionOwners:
     """The one file that imports a session id: the first path, in sort order, of those that hold it (the files of
-    this run and the sources the ledger knows, ``known()``: path -> session id, asked once)."""
+    this run and the sources the ledger knows, ``known()``: path -> session id, asked once). ``listed``: the run's
+    files, as listed (resolved): a known source among them is not looked at again (two calls per source)."""
 
-    def __init__(self, known: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, known: Callable[[], dict[str, str]], listed: Collection[str] = ()) -> None:
         self._known = known
+        self._listed = listed
         self._session_files: dict[str, set[str]] | None = None
 
     def owner(self, session_id: str, path: str) -> str:
@@ -19,8 +21,11 @@ class SessionOwners:
         if self._session_files is None:
             self._session_files = {}
             folders: dict[str, str] = {}  # each folder resolved once (thousands of sources share a few)
+            listed = self._listed
             for known_path, session in self._known().items():
-                if os.path.isfile(known_path):  # os.path, not Path: once per source the ledger knows
+                if known_path in listed:
+                    self._session_files.setdefault(session, set()).add(known_path)
+                elif os.path.isfile(known_path):  # os.path, not Path: once per source the ledger knows
                     self._session_files.setdefault(session, set()).add(_realpath(known_path, folders))
         paths = self._session_files.setdefault(session_id, set())
         paths.add(path)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary
@@ -146,7 +146,7 @@ class Importer:
         self.files = files
         self.summary = ImportSummary(new_run_id(), "apply" if options.apply else "dry-run")
         self.accounting = Accounting(self.summary)
-        self.owners = SessionOwners(ledger.source_sessions)
+        self.owners = SessionOwners(ledger.source_sessions, frozenset(map(str, files)))  # (files are resolved)
         self.manifest = manifest or ManifestWriter(options.manifest)
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
@@ -180,6 +180,8 @@ class Importer:
             if self.files:  # (nothing to look up for an empty folder: a cron run's usual case)
                 self._known = self.ledger.sources()
                 self._applied = self.ledger.document_hashes()
+                if self.options.reviewed is None and not self.options.include_content:  # (else nothing is reused)
+                    self.ledger.expect_reuse([key for key in map(str, self.files) if key in self._known])
             jobs = self.options.jobs
             # The files' sizes, for the bar and for --jobs auto (neither: no stat here).
             total = sum(file_size(p) for p in self.files) if self.options.progress or jobs == "auto" else 0
@@ -236,7 +238,7 @@ class Importer:
         return summary
 
     def _plan_here_one_by_one(self, bar: ProgressBar) -> None:
-        for path in self.files:
+        for count, path in enumerate(self.files, 1):
             job = self._prepare(path)
             moved = Moved(bar) if self.options.progress else None
             if job is not None:
@@ -251,7 +253,8 @@ class Importer:
             if moved is not None:
                 bar.update(file_size(path) - moved.done)
             self._show_upload(bar)
-            gc.collect(0)
+            if job is not None or count % 256 == 0:  # a reused or skipped file leaves next to nothing to collect
+                gc.collect(0)
 
     def _plan_in_workers(self, bar: ProgressBar) -> None:
         """``--jobs N``: sessions planned in N worker processes, finished here in file order."""
@@ -365,7 +368,7 @@ class Importer:
         ):
             rows = self._reused_rows(key, previous.last_run_id)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
-            if not (self.options.apply and any(row.status == "planned" for row in rows)):
+            if not (self.options.apply and any(row["status"] == "planned" for row in rows)):
                 self._reuse(rows)  # the ledger keeps them under the run that read the file
                 summary.unchanged_files += 1
                 if not self.options.apply:  # what the review of this dry run saw: the source as last read
@@ -469,7 +472,7 @@ class Importer:
             return
         self.accounting.session(plan)
         self.manifest.write_lines(lines)
-        self.accounting.rows(rows)
+        self.accounting.rows(data)
         if self.uploader is not None:
             sent = self._send(plan, sizes)
             if self.options.reviewed is not None:
@@ -553,24 +556,26 @@ class Importer:
         """A planned row whose item the server already holds, unchanged, is ``unchanged``."""
         if row.status != "planned":
             return row.status
-        return self._planned_status(row)
+        return self._planned_status(row.bank_id, row.document_id, row.item_sha256)
 
-    def _planned_status(self, row: ManifestRow) -> str:
+    def _planned_status(self, bank_id: str | None, document_id: str | None, item_sha256: str | None) -> str:
         """``unchanged`` when the server already holds the row's item, unchanged; else ``planned``."""
-        done = self._applied.get((row.bank_id or "", row.document_id or ""))
-        if done and done[0] == row.item_sha256 and done[1] in SETTLED:
+        done = self._applied.get((bank_id or "", document_id or ""))
+        if done and done[0] == item_sha256 and done[1] in SETTLED:
             return "unchanged"
         return "planned"
 
-    def _reused_rows(self, key: str, run_id: str) -> list[ManifestRow]:
-        """An unchanged source's rows from the run that last read it, statuses refreshed, with this run's id (one
-        copy of each row)."""
-        this_run = self.summary.run_id
-        return [replace(row, run_id=this_run, status=self._planned_status(row))
-                if row.status in ("planned", "unchanged") else replace(row, run_id=this_run)
-                for row in self.ledger.latest_rows(key, run_id)]
+    def _reused_rows(self, key: str, run_id: str) -> list[dict[str, Any]]:
+        """An unchanged source's rows from the run that last read it (as the manifest file has them), statuses
+        refreshed, with this run's id."""
+        rows = self.ledger.latest_rows(key, run_id)  # fresh from the ledger: ours to change
+        for row in rows:
+            row["run_id"] = self.summary.run_id
+            if row["status"] in ("planned", "unchanged"):
+                row["status"] = self._planned_status(row["bank_id"], row["document_id"], row["item_sha256"])
+        return rows
 
-    def _reuse(self, rows: list[ManifestRow]) -> None:
+    def _reuse(self, rows: list[dict[str, Any]]) -> None:
         """An unchanged source: its rows from the run that last read it (:meth:`_reused_rows`)."""
-        self.manifest.add_manifest_rows(rows)
+        self.manifest.write_lines(encode_lines(rows))
         self.accounting.rows(rows)

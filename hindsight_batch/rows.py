@@ -8,6 +8,7 @@ tenth of the planning time on many small files).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # routing is loaded when a row is made or read back, not by whoever only names a row
@@ -95,6 +96,24 @@ class ManifestRow:
 
 _FIELDS = tuple(ManifestRow.__dataclass_fields__)
 _OPTIONAL_KEYS = frozenset({"content", "bank_why", "live_retained"})
+
+
+def current_form(data: dict[str, Any]) -> dict[str, Any]:
+    """A row as the manifest file held it (:meth:`ManifestRow.as_json`), in this version's form: ``data`` itself
+    when its decision has this version's keys, else (a row an older version wrote) through the typed row, which
+    fills in what was added since. Not typed every time: that round trip was most of a catch-up re-run."""
+    if data["decision"].keys() == _decision_keys():
+        return data
+    return ManifestRow.from_json(data).as_json()
+
+
+@cache
+def _decision_keys() -> frozenset[str]:
+    """The keys of a decision as :meth:`ManifestRow.as_json` writes it (worked out on first use)."""
+    from hindsight_batch.routing.models import MemoryRouteDecision
+
+    fields = MemoryRouteDecision.model_fields
+    return frozenset(field.alias or name for name, field in fields.items() if name != "skip_reason")
 
 
 class SourceRecord(NamedTuple):

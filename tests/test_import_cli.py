@@ -468,8 +468,28 @@ def test_rows_name_the_project_and_the_first_and_last_valid_timestamps_in_utc(
 
 
 def test_a_reused_row_is_the_row_first_written(runner: CliRunner, tmp_path: Path) -> None:
-    first, _ = run_import(runner, tmp_path, str(SAMPLES), name="a.jsonl")
-    second, summary = run_import(runner, tmp_path, str(SAMPLES), name="b.jsonl")
-    assert summary["unchanged_files"] == summary["sessions"] > 0
-    strip = lambda r: {k: v for k, v in r.items() if k != "run_id"}  # noqa: E731
-    assert [strip(r) for r in second] == [strip(r) for r in first]
+    """Byte for byte, but for the run id (the same keys, in the same order), and counted the same."""
+    paths = (str(SAMPLES), str(REAL_SAMPLES), str(routed_session(tmp_path, "router")))  # (a skip; two banks)
+    first, s1 = run_import(runner, tmp_path, *paths, name="a.jsonl")
+    second, s2 = run_import(runner, tmp_path, *paths, name="b.jsonl")
+    assert s2["unchanged_files"] == s2["sessions"] > 0 and s2["entries"] == 0
+    assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "a.jsonl").read_text().replace(s1["run_id"],
+                                                                                           s2["run_id"])
+    assert len(second) == len(first) > 20 and {r["status"] for r in first} == {"planned", "skipped"}
+    for counted in ("chunks", "routes", "statuses", "items_by_bank_role", "skip_reasons"):
+        assert s2[counted] == s1[counted], counted
+    assert s1["skip_reasons"] and s1["items_by_bank_role"]["global"] and s1["chunks"] < len(first)
+
+
+def test_a_row_an_older_version_wrote_is_reused_in_this_versions_form(runner: CliRunner, tmp_path: Path) -> None:
+    """The ledger's decision text is what the version that read the file wrote: one with a key this version does
+    not have is written as this version writes it (here, without that key)."""
+    state = str(tmp_path / "ledger")
+    first, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--state", state, name="a.jsonl")
+    with Ledger(Path(state)) as ledger:
+        ledger.db.execute("""UPDATE manifest SET decision = '{"formerKey":1,' || decision[2:]""")
+        stored = ledger.db.execute("SELECT decision FROM manifest").fetchall()
+    assert stored and all('"formerKey"' in text for (text,) in stored)
+    second, s2 = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--state", state, name="b.jsonl")
+    assert s2["unchanged_files"] == 1 and second == [dict(r, run_id=s2["run_id"]) for r in first]
+    assert "formerKey" not in (tmp_path / "b.jsonl").read_text()

@@ -242,8 +242,8 @@ def test_manifest_rows_round_trip_through_their_columns(tmp_path: Path) -> None:
     ]
     with Ledger(tmp_path / "state") as ledger:
         ledger.add_manifest_rows(rows)
-        assert ledger.latest_rows("/a.jsonl", "r1") == rows[:3]
-        assert ledger.latest_rows("/a.jsonl", "r2") == rows[4:]
+        assert ledger.latest_rows("/a.jsonl", "r1") == [r.as_json() for r in rows[:3]]
+        assert ledger.latest_rows("/a.jsonl", "r2") == [r.as_json() for r in rows[4:]]
         assert ledger.latest_rows("/c.jsonl", "r1") == []
         typed = ledger.db.execute("SELECT started_at, ended_at, project, skip_reason, redactions, tags, bytes "
                                   "FROM manifest WHERE chunk_index = 1").fetchone()
@@ -278,14 +278,14 @@ def test_report_counts_chunks_in_sql_and_groups_skips_by_skip_reason(runner: Cli
     assert list(data["skipped_by_reason"].items()) == [("temporary", 2), ("secret-policy", 1), ("temporary detail", 1)]
 
 
-def test_reuse_looks_rows_up_when_each_file_is_reached_a_window_at_a_time(
+def test_reuse_reads_each_unchanged_files_rows_in_one_pass(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Windows of two sources over seven files, one of them changed and one new: every unchanged file gets its
-    own rows back, in the order written, whatever window they came in."""
-    from hindsight_batch.sinks import ledger as ledger_module
+    """Seven files, one of them changed and one new, their rows read two at a time (a source's rows span reads):
+    every unchanged file gets its own rows back, in the order written."""
+    from hindsight_batch.sinks import latest_rows
 
-    monkeypatch.setattr(ledger_module, "_REUSE_WINDOW", 2)
+    monkeypatch.setattr(latest_rows, "_FETCH", 2)
     folder = tmp_path / "sessions"
     builders = []
     for index in range(6):
@@ -316,3 +316,50 @@ def test_reuse_looks_rows_up_when_each_file_is_reached_a_window_at_a_time(
     assert json.loads(third.stdout)["unchanged_files"] == 7
     assert without_run_id(read_manifest(tmp_path / "third.jsonl")) == without_run_id(
         read_manifest(tmp_path / "again.jsonl"))
+
+
+def test_latest_rows_out_of_the_expected_order_are_looked_up_alone(tmp_path: Path) -> None:
+    """The one pass follows the order the import said it would ask in; a source asked for out of that order, one
+    not expected, or asked for under another run still gets its rows (looked up alone), and nothing is skipped
+    that is asked for later in order."""
+    from hindsight_batch.rows import SourceRecord
+
+    rows = [row("r1", "/a.jsonl", 0), row("r1", "/a.jsonl", 1), row("r1", "/b.jsonl", 0), row("r2", "/c.jsonl", 0),
+            row("r1", "/c.jsonl", 0), row("r1", "/d.jsonl", 0)]
+    json_of = {path: [r.as_json() for r in rows if r.source_file == path and r.run_id == run]
+               for path, run in (("/a.jsonl", "r1"), ("/b.jsonl", "r1"), ("/c.jsonl", "r2"), ("/d.jsonl", "r1"))}
+    with Ledger(tmp_path / "state") as ledger:
+        ledger.add_manifest_rows(rows)
+        ledger.record_sources([SourceRecord(path, 1, 1, "s1", "h", run, None) for path, run in
+                               (("/a.jsonl", "r1"), ("/b.jsonl", "r1"), ("/c.jsonl", "r2"), ("/d.jsonl", "r1"),
+                                ("/e.jsonl", "r1"))])
+        alone = _CountingLookups(ledger.db)
+        ledger.db = alone  # type: ignore[assignment]
+        ledger.expect_reuse(["/a.jsonl", "/b.jsonl", "/c.jsonl", "/e.jsonl", "/d.jsonl"])
+        assert ledger.latest_rows("/b.jsonl", "r1") == json_of["/b.jsonl"]  # /a.jsonl passed over
+        assert ledger.latest_rows("/a.jsonl", "r1") == json_of["/a.jsonl"]  # asked for after: alone
+        assert ledger.latest_rows("/c.jsonl", "r1") == [rows[4].as_json()]  # not the run that last read it
+        assert ledger.latest_rows("/x.jsonl", "r1") == []  # not expected (and not known)
+        assert ledger.latest_rows("/e.jsonl", "r1") == []  # known, with no rows
+        assert ledger.latest_rows("/d.jsonl", "r1") == json_of["/d.jsonl"]
+        assert ledger.latest_rows("/d.jsonl", "r1") == json_of["/d.jsonl"]  # twice: the second time alone
+        assert alone.lookups == ["/a.jsonl", "/c.jsonl", "/x.jsonl", "/d.jsonl"]
+
+
+class _CountingLookups:
+    """A ledger connection that notes each source whose rows are looked up alone."""
+
+    def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
+        self.db = db
+        self.lookups: list[str] = []
+
+    def execute(self, query: str, parameters: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        if "source_file = ?" in query and parameters:
+            self.lookups.append(parameters[-1])
+        return self.db.execute(query, parameters)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        return self.db.cursor()
+
+    def close(self) -> None:
+        self.db.close()

@@ -114,3 +114,31 @@ def test_memory_marker_removal_never_leaves_an_opening(pieces: list[str]) -> Non
     assert all(opening not in out for opening in MEMORY_MARKERS)
     assert (removed > 0) == any(opening in text for opening in MEMORY_MARKERS)
     assert len(out) <= len(text)
+
+
+HEADER = {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-05-01T10:00:00.000Z", "cwd": "/w/app"}
+STARTS = st.sampled_from([
+    json.dumps(HEADER).encode(), json.dumps(dict(HEADER, version=1)).encode(), json.dumps(dict(HEADER, id="")).encode(),
+    json.dumps(dict(HEADER, cwd="/w/" + "x" * 5000)).encode(),  # a header line longer than the first block
+    json.dumps(dict(HEADER, cwd="/w/\ud83d")).encode(),  # a lone surrogate escape: orjson refuses it
+    json.dumps(HEADER).encode().replace(b"app", b"a\xffp"),  # invalid UTF-8
+    json.dumps(HEADER).encode() * 2,  # glued
+    b"\xef\xbb\xbf" + json.dumps(HEADER).encode(),  # a byte-order mark
+    b'{"type":"message","id":"a"}', b"[1, 2]", b"not json", b"", b"   ", b"{", b'{"type":"session","id":"s","x":NaN}',
+])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(STARTS, st.sampled_from([b"\n", b"\r\n", b""])), min_size=1, max_size=4))
+def test_the_header_peek_agrees_with_reading_the_file(lines: list[tuple[bytes, bytes]]) -> None:
+    """``peek_header`` reads a whole first line in one parse: whatever the file's start, it gives what reading the
+    file through the reader's lines gives, and a header it finds is the header a full read finds."""
+    from hindsight_batch.session.reader import _header_from_lines, peek_header
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        path.write_bytes(b"".join(line + end for line, end in lines))
+        peeked = peek_header(path)
+        assert peeked == _header_from_lines(path)
+        if not isinstance(peeked, str):
+            assert read_session(path).header == peeked

@@ -33,13 +33,13 @@ def _jsonl_in(folder: Path, resolve: bool, found: set[Path]) -> None:
     except PermissionError:
         return
     for entry in entries:
-        path = folder / entry.name
         if entry.is_symlink():
+            path = folder / entry.name
             if path.is_file():
                 found.add(path.resolve() if resolve else path)
         elif entry.is_file(follow_symlinks=False):
             if not resolve:
-                found.add(path)
+                found.add(folder / entry.name)
                 continue
             if base is None:
                 base = folder.resolve()
@@ -73,7 +73,12 @@ def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = No
                     _jsonl_in(sub, resolve, found)
         else:
             raise UsageError(f"no such file or folder: {path}")
-    return sorted(found | (_resolved(named) if resolve else named))
+    # In Path order, compared as tuples of parts (Path's own comparison, made in Python, was a third of this).
+    return sorted(found | (_resolved(named) if resolve else named), key=_parts)
+
+
+def _parts(path: Path) -> tuple[str, ...]:
+    return path.parts
 
 
 def _resolved(paths: set[Path]) -> set[Path]:

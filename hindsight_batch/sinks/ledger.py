@@ -25,12 +25,12 @@ from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, priv
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
 from hindsight_batch.sinks.engine import duckdb
+from hindsight_batch.sinks.latest_rows import LatestRows
 
 if TYPE_CHECKING:
     from hindsight_batch.rows import ManifestRow, SourceRecord
 
 _BATCH = 400
-_REUSE_WINDOW = 500  # sources whose rows one look-up fetches (latest_rows)
 _COLUMN_BATCH = 5000
 # What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
 # confirmed there with our content hash), or refused for good (a 4xx about the item itself). Everything else --
@@ -156,7 +156,7 @@ class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "ledger.duckdb"
         self._types: dict[str, list[str]] = {}  # column types by table, for _insert
-        self._reuse: dict[tuple[str, str], list[dict[str, Any]]] = {}  # latest_rows' window
+        self._latest: LatestRows | None = None  # what latest_rows reads from (expect_reuse)
         created = _missing_folders(state_dir)
         lock_path = state_dir / "ledger.lock"
         lock_existed = lock_path.exists()
@@ -245,6 +245,8 @@ class Ledger:
         replace_file(copy, write, private=True)
 
     def _close_db(self) -> None:
+        if self._latest is not None:
+            self._latest.close()
         self.db.close()
         self._umask.close()
         self._unlock()
@@ -546,36 +548,25 @@ class Ledger:
         return ManifestCounts(int(chunks[0]) if chunks else 0, routes, banks, redactions,
                               [(r[0], r[1], int(r[2])) for r in skips])
 
-    def _reuse_window(self, first: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
-        """(path, run) -> manifest rows of :data:`_REUSE_WINDOW` sources from ``first`` on, in path order."""
-        found = self.db.execute(
-            "WITH w AS (SELECT path, last_run_id FROM sources WHERE path >= ? ORDER BY path LIMIT ?) "
-            f"SELECT w.path, w.last_run_id, {manifest_table.select_list('m.')} "
-            "FROM w LEFT JOIN manifest m ON m.run_id = w.last_run_id AND m.source_file = w.path "
-            "ORDER BY m.rowid", [first, _REUSE_WINDOW]).fetchall()
-        window: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for path, run_id, *values in found:
-            rows = window.setdefault((path, run_id), [])
-            if values[0] is not None:  # a source with no rows has one row of NULLs here
-                rows.append(manifest_table.from_columns(values))
-        return window
+    def expect_reuse(self, paths: Sequence[str]) -> None:
+        """The sources an import may reuse (:meth:`latest_rows`), in the order it will ask for them: their rows are
+        then read in one pass (:class:`LatestRows`)."""
+        if self._latest is not None:
+            self._latest.close()
+        self._latest = LatestRows(self.db, paths)
 
-    def latest_rows(self, source_file: str, run_id: str) -> list[ManifestRow]:
-        """The manifest rows ``run_id`` wrote for ``source_file`` (as typed rows, without content), in the order
-        written: what an unchanged source reuses. Looked up when the importer reaches the file,
-        together with the next sources in path order (the order files are imported in), a window at a time: one
-        statement per file costs DuckDB 2-5 ms (binding 35 columns), seconds over a thousand files."""
-        found = self._reuse.pop((source_file, run_id), None)
+    def latest_rows(self, source_file: str, run_id: str) -> list[dict[str, Any]]:
+        """The manifest rows ``run_id`` wrote for ``source_file`` (as the manifest file has them,
+        :meth:`ManifestRow.as_json`, in this version's form, without content), in the order written: what an
+        unchanged source reuses. From the pass :meth:`expect_reuse` set up, else looked up alone."""
+        found = self._latest.take(source_file, run_id) if self._latest is not None else None
         if found is None:
-            self._reuse = self._reuse_window(source_file)
-            found = self._reuse.pop((source_file, run_id), None)
-        if found is None:  # not the run that last read it (the importer never asks so)
             found = [manifest_table.from_columns(values) for values in self.db.execute(
                 f"SELECT {manifest_table.select_list()} FROM manifest WHERE run_id = ? AND source_file = ? "
                 "ORDER BY rowid", [run_id, source_file]).fetchall()]
-        from hindsight_batch.rows import ManifestRow  # loads routing's models: only when rows are reused
+        from hindsight_batch.rows import current_form  # loads routing's models: only when rows are reused
 
-        return [ManifestRow.from_json(data) for data in found]
+        return [current_form(data) for data in found]
 
     def totals(self) -> dict[str, Any]:
         """How much the ledger holds: ``{"runs", "sources", "documents": {status: count}}``."""
