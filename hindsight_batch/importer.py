@@ -16,7 +16,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -458,12 +458,12 @@ class Importer:
             return
         t0 = time.perf_counter()
         try:  # everything that can fail on this file's data, before anything is written
-            rows = [replace(row, bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
+            # Each row once as JSON, with what the importer adds: for the manifest file, the ledger and the counts.
+            data = [row.as_json(bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
                     for row in plan.rows]
             reviewed = self.options.reviewed
-            if reviewed is not None and not self._as_reviewed(reviewed, job, rows):
+            if reviewed is not None and not self._as_reviewed(reviewed, job, data):
                 return
-            data = [row.as_json() for row in rows]  # once: for the manifest file and the ledger
             lines = encode_lines(data)  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
             records = [manifest_table.record_line(row) for row in data]
             sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
@@ -496,10 +496,11 @@ class Importer:
         self._pending_records, self._pending_sources, self._pending_reviewable = [], [], []
         self._flush_due = time.monotonic() + FLUSH_SECONDS
 
-    def _as_reviewed(self, reviewed: Reviewed, job: _Job, rows: list[ManifestRow]) -> bool:
+    def _as_reviewed(self, reviewed: Reviewed, job: _Job, rows: list[dict[str, Any]]) -> bool:
         """--from-run: whether the session, planned again, is exactly what was reviewed (the same items, and the
         file unchanged while it was read); else it is refused, by name, and nothing of it is sent."""
-        items = {(row.document_id, row.item_sha256 or "", row.bank_id or "") for row in rows if row.document_id}
+        items = {(row["document_id"], row["item_sha256"] or "", row["bank_id"] or "") for row in rows
+                 if row["document_id"]}
         seen = reviewed.items.get(str(job.path), set())
         try:
             stat = job.path.stat()

@@ -8,8 +8,9 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.catchup import CatchUpVerdict
@@ -293,7 +294,7 @@ def _plan_chunk(
     started_at, ended_at = _chunk_times(chunk)
     writing = [t for t in decision.targets if t.will_write]
     unwritten = "skipped" if decision.route == "skip" else "not-written"
-    row = ManifestRow(
+    common: dict[str, Any] = dict(  # what each of the chunk's rows has (one per bank written, else one)
         run_id=session.run_id,
         source_file=str(plan.path),
         session_id=scope.session_id,
@@ -316,15 +317,10 @@ def _plan_chunk(
         redactions=dict(findings.counts),
         fingerprints=sorted(findings.fingerprints),
         content=content if session.include_content else None,
-        document_id=None,
-        bank_role=None,
-        bank_id=None,
-        tags=tags,
-        item_sha256=None,
-        status=unwritten,
     )
     if not writing:
-        plan.rows.append(row)
+        plan.rows.append(ManifestRow(**common, document_id=None, bank_role=None, bank_id=None, tags=tags,
+                                     item_sha256=None, status=unwritten))
         return
     ids = {t.bank_role: document_id(scope.session_id, t.bank_role, segment, chunk.window) for t in writing}
     for target in writing:
@@ -344,5 +340,5 @@ def _plan_chunk(
         )
         hashed = item_sha256(target.bank_id, item)
         plan.items.append(PlannedItem(item, target.bank_id, target.bank_role, hashed))
-        plan.rows.append(replace(row, document_id=item.document_id, bank_role=target.bank_role,
-                                 bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))
+        plan.rows.append(ManifestRow(**common, document_id=item.document_id, bank_role=target.bank_role,
+                                     bank_id=target.bank_id, tags=target.tags, item_sha256=hashed, status="planned"))

@@ -62,12 +62,13 @@ class ManifestRow:
         """Why the chunk is skipped (its decision's stable code), None when it is not."""
         return self.decision.skip_reason
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, **changes: Any) -> dict[str, Any]:
         """The row as the manifest file holds it: JSON values; ``content``, ``bank_why`` and ``live_retained``
-        only when set. The decision's ``skip_reason`` is a key of the row (the decision object stays as before)."""
+        only when set. The decision's ``skip_reason`` is a key of the row (the decision object stays as before).
+        ``changes``: fields given other values, as ``dataclasses.replace`` would give them (without the copy)."""
         data: dict[str, Any] = {}
         for name in _FIELDS:
-            value = getattr(self, name)
+            value = changes[name] if name in changes else getattr(self, name)
             if name == "decision":
                 value = self.decision.model_dump(mode="json", by_alias=True, exclude={"skip_reason"})
                 data[name] = value

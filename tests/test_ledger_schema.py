@@ -363,3 +363,14 @@ class _CountingLookups:
 
     def close(self) -> None:
         self.db.close()
+
+
+def test_a_rows_json_with_changes_is_the_json_of_the_changed_row() -> None:
+    """What the importer adds to a planned row (how its bank was chosen, the live check, its status) goes in as the
+    row is written, as if the row had been copied with them: the same keys, in the same order."""
+    from dataclasses import replace
+
+    base = row("r1", "/a.jsonl", 0, content="kept text")
+    for changes in ({}, {"status": "unchanged"}, {"bank_why": None, "live_retained": {"decision": "include"}},
+                    {"bank_why": "configured", "live_retained": None, "status": "planned", "content": None}):
+        assert list(base.as_json(**changes).items()) == list(replace(base, **changes).as_json().items())
