@@ -230,6 +230,9 @@ def row(run_id: str, source: str, chunk: int, **changes: Any) -> ManifestRow:
     return ManifestRow.from_json(data)
 
 
+ODD = ['é"\\\n\t\u2028\U0001F600', "a\x01b", "", " spaced ", "\x7f", "日本"]
+
+
 def test_manifest_rows_round_trip_through_their_columns(tmp_path: Path) -> None:
     rows = [
         row("r1", "/a.jsonl", 0),
@@ -239,11 +242,15 @@ def test_manifest_rows_round_trip_through_their_columns(tmp_path: Path) -> None:
             item_sha256=None, skipReason="temporary", started_at="not a time"),
         row("r1", "/b.jsonl", 0),
         row("r2", "/a.jsonl", 0, content="kept text"),
+        # Text JSON escapes, in lists and map keys (read back as JSON text), maps in their own order.
+        row("r2", "/a.jsonl", 1, tags=ODD, fingerprints=ODD[::-1], redactions={key: n for n, key in enumerate(ODD)},
+            messages_dropped={"z": 1, "a": 2}, started_at="0999-01-01T00:00:00.999Z"),
     ]
     with Ledger(tmp_path / "state") as ledger:
         ledger.add_manifest_rows(rows)
         assert ledger.latest_rows("/a.jsonl", "r1") == [r.as_json() for r in rows[:3]]
         assert ledger.latest_rows("/a.jsonl", "r2") == [r.as_json() for r in rows[4:]]
+        assert list(ledger.latest_rows("/a.jsonl", "r2")[1]["messages_dropped"]) == ["z", "a"]
         assert ledger.latest_rows("/c.jsonl", "r1") == []
         typed = ledger.db.execute("SELECT started_at, ended_at, project, skip_reason, redactions, tags, bytes "
                                   "FROM manifest WHERE chunk_index = 1").fetchone()
