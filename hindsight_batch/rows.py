@@ -102,7 +102,7 @@ _OPTIONAL_KEYS = frozenset({"content", "bank_why", "live_retained"})
 def current_form(data: dict[str, Any]) -> dict[str, Any]:
     """A row as the manifest file held it (:meth:`ManifestRow.as_json`), in this version's form: ``data`` itself
     when its decision has this version's keys, else (a row an older version wrote) through the typed row, which
-    fills in what was added since. Not typed every time: that round trip was most of a catch-up re-run."""
+    fills in what was added since. Not typed every time: that round trip was a fifth of a re-run over many files."""
     if data["decision"].keys() == _decision_keys():
         return data
     return ManifestRow.from_json(data).as_json()

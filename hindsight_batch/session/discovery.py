@@ -73,7 +73,7 @@ def find_session_files(paths: Iterable[Path], env: Mapping[str, str] | None = No
                     _jsonl_in(sub, resolve, found)
         else:
             raise UsageError(f"no such file or folder: {path}")
-    # In Path order, compared as tuples of parts (Path's own comparison, made in Python, was a third of this).
+    # In Path order, compared as tuples of parts: Path's own comparison runs in Python (260,000 calls for 20,000 files).
     return sorted(found | (_resolved(named) if resolve else named), key=_parts)
 
 
