@@ -288,11 +288,12 @@ def test_report_counts_chunks_in_sql_and_groups_skips_by_skip_reason(runner: Cli
 def test_reuse_reads_each_unchanged_files_rows_in_one_pass(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Seven files, one of them changed and one new, their rows read two at a time (a source's rows span reads):
+    """Seven files, one of them changed and one new, their rows read two at a time, three sources a statement:
     every unchanged file gets its own rows back, in the order written."""
     from hindsight_batch.sinks import latest_rows
 
     monkeypatch.setattr(latest_rows, "_FETCH", 2)
+    monkeypatch.setattr(latest_rows, "_SOURCES", 3)
     folder = tmp_path / "sessions"
     builders = []
     for index in range(6):
@@ -325,11 +326,17 @@ def test_reuse_reads_each_unchanged_files_rows_in_one_pass(
         read_manifest(tmp_path / "again.jsonl"))
 
 
-def test_latest_rows_out_of_the_expected_order_are_looked_up_alone(tmp_path: Path) -> None:
-    """The one pass follows the order the import said it would ask in; a source asked for out of that order, one
-    not expected, or asked for under another run still gets its rows (looked up alone), and nothing is skipped
-    that is asked for later in order."""
+@pytest.mark.parametrize("per_statement", [10_000, 2])
+def test_latest_rows_out_of_the_expected_order_are_looked_up_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_statement: int
+) -> None:
+    """The one pass follows the order the import said it would ask in (in one statement, or in several: the rows
+    one statement sorts are bounded); a source asked for out of that order, one not expected, or asked for under
+    another run still gets its rows (looked up alone), and nothing is skipped that is asked for later in order."""
     from hindsight_batch.rows import SourceRecord
+    from hindsight_batch.sinks import latest_rows
+
+    monkeypatch.setattr(latest_rows, "_SOURCES", per_statement)
 
     rows = [row("r1", "/a.jsonl", 0), row("r1", "/a.jsonl", 1), row("r1", "/b.jsonl", 0), row("r2", "/c.jsonl", 0),
             row("r1", "/c.jsonl", 0), row("r1", "/d.jsonl", 0)]
