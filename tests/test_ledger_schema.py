@@ -358,14 +358,21 @@ def test_latest_rows_out_of_the_expected_order_are_looked_up_alone(
         assert ledger.latest_rows("/d.jsonl", "r1") == json_of["/d.jsonl"]
         assert ledger.latest_rows("/d.jsonl", "r1") == json_of["/d.jsonl"]  # twice: the second time alone
         assert alone.lookups == ["/a.jsonl", "/c.jsonl", "/x.jsonl", "/d.jsonl"]
+        # A pass whose first source asked for comes late starts there: what comes before it is not read.
+        ledger.expect_reuse(["/a.jsonl", "/b.jsonl", "/c.jsonl", "/e.jsonl", "/d.jsonl"])
+        alone.statements = 0
+        assert ledger.latest_rows("/d.jsonl", "r1") == json_of["/d.jsonl"]
+        assert ledger.latest_rows("/b.jsonl", "r1") == json_of["/b.jsonl"]  # passed: alone
+        assert alone.statements == 1 and alone.lookups[-1] == "/b.jsonl"
 
 
 class _CountingLookups:
-    """A ledger connection that notes each source whose rows are looked up alone."""
+    """A ledger connection that notes each source whose rows are looked up alone, and the one pass's statements."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection) -> None:
         self.db = db
         self.lookups: list[str] = []
+        self.statements = 0  # of the one pass
 
     def execute(self, query: str, parameters: list[Any] | None = None) -> duckdb.DuckDBPyConnection:
         if "source_file = ?" in query and parameters:
@@ -373,6 +380,7 @@ class _CountingLookups:
         return self.db.execute(query, parameters)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
+        self.statements += 1
         return self.db.cursor()
 
     def close(self) -> None:

@@ -21,8 +21,9 @@ _SOURCES = 10_000  # sources one statement reads the rows of
 
 
 class LatestRows:
-    """Each expected source's rows from its last run, in the order expected (:meth:`take`). The statement runs
-    when the first one is taken, so that an import that reuses nothing costs nothing here."""
+    """Each expected source's rows from its last run, in the order expected (:meth:`take`). A statement runs when
+    a source is taken and starts at it: an import that reuses nothing costs nothing here, and one whose first
+    reused source comes late does not read the rows of those before it."""
 
     def __init__(self, db: duckdb.DuckDBPyConnection, paths: Sequence[str]) -> None:
         self._db = db
@@ -41,6 +42,8 @@ class LatestRows:
         place = self._place.get(path)
         if place is None:
             return None
+        if self._cursor is None and self._next >= len(self._fetched):
+            self._start = max(self._start, place)  # the next statement begins at the first source asked for
         while (head := self._head()) is not None and head[0] < place:
             self._next += 1
         if head is None or head[0] != place:
