@@ -67,9 +67,11 @@ def loads(data: bytes | bytearray | str) -> Any:
     return value
 
 
-def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
-    """Compact JSON in UTF-8, non-ASCII kept. A lone surrogate (JSON allows it, UTF-8 does not) becomes '?'."""
+def dumps(value: Any, *, sort_keys: bool = False, strict: bool = False) -> bytes:
+    """Compact JSON in UTF-8, non-ASCII kept. A lone surrogate (JSON allows it, UTF-8 does not) becomes '?', or
+    with ``strict`` raises :class:`UnicodeEncodeError`."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
     except TypeError:  # a lone surrogate, an integer beyond 64 bits, a non-string key
-        return (_STD_DUMPS_SORTED if sort_keys else _STD_DUMPS)(value).encode("utf-8", "replace")
+        text = (_STD_DUMPS_SORTED if sort_keys else _STD_DUMPS)(value)
+        return text.encode("utf-8", "strict" if strict else "replace")

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,
+    RawLine,
     iter_lines,
     iter_objects,
     parse_line,
@@ -187,22 +186,18 @@ _PEEK_BYTES = 4096  # a header line is a few hundred bytes
 def peek_header(path: Path) -> SessionHeader | str:
     """The header alone (the first JSON object of the file), or why there is none. Reads only the start.
 
-    The common case, a first line that is one whole JSON object, is read from the first block with one parse
-    (:func:`parse_object` would read it the same); anything else goes through the reader's own lines. A catch-up
-    run peeks at every file it reuses, so this was a fifth of a re-run over many files."""
+    The common case, a whole first line that is an ordinary line (:func:`parse_object`), is read from the first
+    block; anything else goes through the reader's own lines. A catch-up run peeks at every file it reuses, so this
+    was a fifth of a re-run over many files."""
     fd = os.open(path, os.O_RDONLY)
     try:
         start = os.read(fd, _PEEK_BYTES)
     finally:
         os.close(fd)
     line, newline, _ = start.partition(b"\n")
-    if newline:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict):
-            return read_header(obj)
+    obj = parse_object(RawLine(1, 0, len(line), line, 0, len(line), True)) if newline else None
+    if obj is not None:
+        return read_header(obj)
     return _header_from_lines(path)
 
 
