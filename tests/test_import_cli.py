@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import io
 import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -121,6 +124,38 @@ def test_session_files_are_opened_read_only(runner: CliRunner, tmp_path: Path) -
     before = (copy.read_bytes(), copy.stat().st_mtime_ns)
     run_import(runner, tmp_path, str(tmp_path / "sessions"), "--include-content")
     assert (copy.read_bytes(), copy.stat().st_mtime_ns) == before
+
+
+def test_session_files_are_opened_for_reading_only(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S6, as the process asks for it: every open of a session file, by any call (the header peek, the reader,
+    hashing), in a first run and in a re-run, asks to read only. (The test above cannot see this when it runs as
+    root, whom a file's read-only mode does not stop.)"""
+    sessions = tmp_path / "sessions"
+    shutil.copytree(SAMPLES, sessions)
+    opened: list[tuple[str, object]] = []
+    writing = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+    real_os_open, real_io_open = os.open, io.open
+
+    def os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fsdecode(path).startswith(str(sessions)):
+            opened.append(("os.open", flags & writing))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def io_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(file, int) and os.fsdecode(file).startswith(str(sessions)):
+            opened.append(("open", "".join(c for c in mode if c in "wax+")))
+        return real_io_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    monkeypatch.setattr(builtins, "open", io_open)
+    run_import(runner, tmp_path, str(sessions), "--include-content", "--jobs", "1", name="first.jsonl")
+    _, again = run_import(runner, tmp_path, str(sessions), "--jobs", "1", name="again.jsonl")
+    assert again["unchanged_files"] == again["sessions"] > 0  # the re-run peeked at each file
+    assert {how for how, _ in opened} == {"os.open", "open"}
+    assert [entry for entry in opened if entry[1]] == []
 
 
 def test_lines_only_javascript_writes_are_read_like_any_other(runner: CliRunner, tmp_path: Path) -> None:
