@@ -42,6 +42,8 @@ COMPILED = [
     "hindsight_batch/retention/records.py",
     "hindsight_batch/retention/stagetimes.py",
     "hindsight_batch/redaction/redactor.py",
+    "hindsight_batch/redaction/rules.py",
+    "hindsight_batch/redaction/values.py",
     "hindsight_batch/textscan.py",
     "hindsight_batch/chunking.py",
     "hindsight_batch/planning.py",
