@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.errors import without_surrogates
 from hindsight_batch.redaction.messages import failure_reason
+from hindsight_batch.session.names import source_name
 
 if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan
@@ -128,17 +128,16 @@ class Accounting:
         reason = failure_reason(exc)
         other = getattr(exc, "filename", None) if isinstance(exc, OSError) else None
         if other is not None and os.fsdecode(other) != str(path):  # e.g. a config file of the session's project
-            reason += f": {without_surrogates(os.fsdecode(other))[0]}"
-        self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": line, "reason": reason})
+            reason += f": {source_name(os.fsdecode(other))}"
+        self.summary.failed_files.append({"file": source_name(path), "line": line, "reason": reason})
 
     def not_a_session(self, path: Path, size: int, problem: str) -> None:
         """A file whose header peek found no session: an empty file is not one yet, anything else failed."""
         if size == 0:
-            self.summary.not_sessions.append({"file": str(path), "reason": problem})  # pi has not written it yet
+            self.summary.not_sessions.append({"file": source_name(path), "reason": problem})  # not written yet
         else:
             reason = "no readable session header" if problem == "empty file" else problem
-            self.summary.failed_files.append({"file": without_surrogates(str(path))[0], "line": None,
-                                              "reason": reason})
+            self.summary.failed_files.append({"file": source_name(path), "line": None, "reason": reason})
 
     def rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """A session's manifest rows (as the manifest file has them): statuses, chunks, routes, skip reasons, items
@@ -169,7 +168,7 @@ class Accounting:
         for problem in session.malformed:
             if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:
                 summary.malformed_lines.append(
-                    {"file": str(plan.path), "line": problem.lineno, "reason": problem.reason}
+                    {"file": source_name(plan.path), "line": problem.lineno, "reason": problem.reason}
                 )
         summary.glued_lines += len(session.glued_lines)
         summary.truncated_tails += int(session.truncated_tail)

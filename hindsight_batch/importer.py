@@ -33,6 +33,7 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
 from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
+from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_lines
@@ -96,6 +97,11 @@ class _Job(NamedTuple):
     live_retained: LiveNote | None = None  # what the live check found, on every manifest row
     sha256: str | None = None  # of the file's bytes, checked before planning
 
+    @property
+    def name(self) -> str:
+        """The file as the manifest, the ledger and the summary name it."""
+        return source_name(self.path)
+
 
 # What is read is written to the ledger in batches: at most this many manifest rows or sources, or this many
 # seconds of work, wait (a killed run reads them again). Each batch costs DuckDB a few statements (~20 ms): a
@@ -146,7 +152,7 @@ class Importer:
         self.files = files
         self.summary = ImportSummary(new_run_id(), "apply" if options.apply else "dry-run")
         self.accounting = Accounting(self.summary)
-        self.owners = SessionOwners(ledger.source_sessions, frozenset(map(str, files)))  # (files are resolved)
+        self.owners = SessionOwners(ledger.source_sessions, frozenset(map(source_name, files)))  # (resolved)
         self.manifest = manifest or ManifestWriter(options.manifest)
         self.uploader = uploader_factory(self.summary.run_id) if uploader_factory else None
         self._deadline = time.monotonic() + options.max_seconds if options.max_seconds is not None else None
@@ -316,6 +322,7 @@ class Importer:
         now (else by the worker that plans it, before it reads the file)."""
         summary = self.summary
         summary.files += 1
+        key = source_name(path)
         reviewed = self.options.reviewed
         sha256: str | None = None
         if reviewed is not None:  # a file that is not what the review saw is refused, never planned again
@@ -323,7 +330,7 @@ class Importer:
             if problem is not None:
                 reviewed.refuse(path, problem)
                 return None
-            sha256 = reviewed.sources[str(path)].sha256
+            sha256 = reviewed.sources[key].sha256
         stat = path.stat()
         header = peek_header(path)  # unreadable (permissions, gone): failed by _prepare, this file only
         if isinstance(header, str):
@@ -332,9 +339,9 @@ class Importer:
         if not self._wanted(header, stat.st_mtime):
             summary.filtered_out += 1
             return None
-        owner = self.owners.owner(header.id, str(path))
-        if owner != str(path):
-            summary.duplicates.append({"file": str(path), "same_session_as": owner})
+        owner = self.owners.owner(header.id, key)
+        if owner != key:
+            summary.duplicates.append({"file": key, "same_session_as": owner})
             return None
         handled: CatchUpVerdict | None = None
         if self.options.catch_up:
@@ -343,18 +350,17 @@ class Importer:
                 return None
             handled = verdict(header.cwd, path)
             if not handled.retain:
-                summary.catch_up_skipped.append({"file": str(path), "reason": handled.reason or ""})
+                summary.catch_up_skipped.append({"file": key, "reason": handled.reason or ""})
                 return None
         resolved, choice, shaped_settings = self._settings_for(header, path)
         if shaped_settings is None or choice.bank_id is None:
-            summary.sessions_skipped.append({"file": str(path), "reason": f"no project bank: {choice.skip}"})
+            summary.sessions_skipped.append({"file": key, "reason": f"no project bank: {choice.skip}"})
             return None
         settings, shape = shaped_settings
         seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
         seen["sessions"] += 1
         live = self.options.live
         summary.user_retain_modes.add(settings.user_retain.mode)
-        key = str(path)
         previous = self._known.get(key)
         summary.sessions += 1
         if reviewed is not None and shape != reviewed.sources[key].settings_hash:
@@ -383,7 +389,7 @@ class Importer:
             summary.live_unchecked = summary.live_unchecked or live.problem
             live_note = decision.as_json()
             if decision.decision == "skip":
-                summary.sessions_skipped.append({"file": str(path), "reason": decision.note})
+                summary.sessions_skipped.append({"file": key, "reason": decision.note})
                 return None
             handled = decision.handled(handled)
         # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
@@ -426,8 +432,8 @@ class Importer:
             if isinstance(header, str):
                 continue
             _, _, shaped = self._settings_for(header, path)
-            if shaped is None or shaped[1] != reviewed.sources[str(path)].settings_hash:
-                changed.append(str(path))
+            if shaped is None or shaped[1] != reviewed.sources[source_name(path)].settings_hash:
+                changed.append(source_name(path))
         if changed:
             reviewed.configuration_changed = True
             why = (f"the configuration changed since the review (the settings of {len(changed)} session(s) differ "
@@ -454,7 +460,7 @@ class Importer:
         """A planned session into the summary, the manifest, the ledger's pending rows and the upload sink.
         ``plan`` is a string when catch-up skipped the session while planning it (why)."""
         if isinstance(plan, str):
-            self.summary.catch_up_skipped.append({"file": str(job.path), "reason": plan})
+            self.summary.catch_up_skipped.append({"file": job.name, "reason": plan})
             return
         t0 = time.perf_counter()
         try:  # everything that can fail on this file's data, before anything is written
@@ -478,10 +484,10 @@ class Importer:
             if self.options.reviewed is not None:
                 self.options.reviewed.items_sent += sent
         self._pending_records += records  # with --include-content the (redacted) text too: review shows it
-        self._pending_sources.append(SourceRecord(str(job.path), job.size, job.mtime_ns, job.header.id, job.shape,
+        self._pending_sources.append(SourceRecord(job.name, job.size, job.mtime_ns, job.header.id, job.shape,
                                                   self.summary.run_id, job.sha256))
         if not self.options.apply and job.sha256 is not None:
-            self._pending_reviewable.append(ReviewedSource(str(job.path), job.size, job.mtime_ns, job.sha256,
+            self._pending_reviewable.append(ReviewedSource(job.name, job.size, job.mtime_ns, job.sha256,
                                                            job.shape, self.summary.run_id))
         if (len(self._pending_records) >= FLUSH_ROWS or len(self._pending_sources) >= FLUSH_SOURCES
                 or time.monotonic() >= self._flush_due):
@@ -501,7 +507,7 @@ class Importer:
         file unchanged while it was read); else it is refused, by name, and nothing of it is sent."""
         items = {(row["document_id"], row["item_sha256"] or "", row["bank_id"] or "") for row in rows
                  if row["document_id"]}
-        seen = reviewed.items.get(str(job.path), set())
+        seen = reviewed.items.get(job.name, set())
         try:
             stat = job.path.stat()
             unchanged = (stat.st_size, stat.st_mtime_ns) == (job.size, job.mtime_ns)
@@ -513,7 +519,7 @@ class Importer:
             reviewed.refuse(job.path, f"the plan differs from the reviewed one ({len(items)} item(s) now, {len(seen)} "
                                       f"reviewed, {len(items - seen)} not reviewed); {RE_PLAN}")
         else:
-            reviewed.accepted.add(str(job.path))
+            reviewed.accepted.add(job.name)
             reviewed.items_as_reviewed += len(items)
             return True
         return False
@@ -529,7 +535,7 @@ class Importer:
             item = planned.item
             row = DocumentRow(
                 bank_id=planned.bank_id, document_id=item.document_id, bank_role=planned.bank_role,
-                source_path=str(plan.path), session_id=plan.session.session_id,
+                source_path=source_name(plan.path), session_id=plan.session.session_id,
                 content_hash=item.metadata["content_hash"], item_hash=planned.item_hash, tags=item.tags,
                 metadata=item.metadata,
             )

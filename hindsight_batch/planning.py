@@ -34,6 +34,7 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing import RoutingStrategy, route_content, strategy_for
 from hindsight_batch.rows import ManifestRow
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.names import source_name
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import branch_segments, context_view
 from hindsight_batch.timestamps import parse_timestamp, utc_timestamp, valid_timestamp
@@ -114,7 +115,7 @@ def _plan_chunks(
     include_content: bool,
     handled: CatchUpVerdict | None = None,
 ) -> None:
-    scope = session_scope(header, str(plan.path), settings)
+    scope = session_scope(header, source_name(plan.path), settings)
     session = _SessionContext(
         scope=scope, tags=base_tags(scope, settings), scopes=observation_scopes(scope, settings),
         project_bank_id=project_bank_id(scope, settings), settings=settings, store=store,
@@ -296,7 +297,7 @@ def _plan_chunk(
     unwritten = "skipped" if decision.route == "skip" else "not-written"
     common: dict[str, Any] = dict(  # what each of the chunk's rows has (one per bank written, else one)
         run_id=session.run_id,
-        source_file=str(plan.path),
+        source_file=source_name(plan.path),
         session_id=scope.session_id,
         leaf=leaf.id,
         segment=segment,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.errors import UsageError, without_surrogates
+from hindsight_batch.errors import UsageError
+from hindsight_batch.session.names import source_name, source_path
 
 if TYPE_CHECKING:
     from hindsight_batch.sinks.ledger import Ledger, ReviewedItem, ReviewedSource
@@ -53,7 +54,7 @@ class Reviewed:
 
     def changed(self, path: Path) -> str | None:
         """Why ``path`` is no longer what the dry run saw (size, mtime or content), or None."""
-        seen = self.sources[str(path)]
+        seen = self.sources[source_name(path)]
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -66,17 +67,17 @@ class Reviewed:
         return None
 
     def refuse(self, path: Path | str, why: str) -> None:
-        self.refused.setdefault(str(path), why)
+        self.refused.setdefault(source_name(path), why)
 
     def finish(self, files: list[Path]) -> None:
         """A source of the run that was neither sent as reviewed nor refused yet (skipped, failed, filtered out)
         is refused: nothing else of the review was sent for it."""
         for path in files:
-            if str(path) not in self.accepted:
+            if source_name(path) not in self.accepted:
                 self.refuse(path, "not planned again as reviewed (see the summary: skipped or failed); " + RE_PLAN)
 
     def to_dict(self) -> dict[str, Any]:
-        refused = [{"file": without_surrogates(path)[0], "reason": why} for path, why in sorted(self.refused.items())]
+        refused = [{"file": path, "reason": why} for path, why in sorted(self.refused.items())]
         return {
             "run": self.run_id,
             "sessions_sent": len(self.accepted),
@@ -113,9 +114,10 @@ def select_files(reviewed: Reviewed, given: list[Path], roots: list[Path]) -> li
     all of the run's sources when there are none), in path order; the others are counted in ``ignored_paths``. A
     source of the run under ``roots`` that is gone is kept, to be refused by name."""
     if not roots:
-        return [Path(path) for path in sorted(reviewed.sources)]
-    kept = {os.fsdecode(path) for path in given if str(path) in reviewed.sources}
-    reviewed.ignored_paths = len({str(path) for path in given}) - len(kept)
-    kept |= {path for path in reviewed.sources if not os.path.lexists(path)
-             and any(Path(path).is_relative_to(root) for root in roots)}
-    return [Path(path) for path in sorted(kept)]
+        return [Path(source_path(name)) for name in sorted(reviewed.sources)]
+    names = {source_name(path) for path in given}
+    kept = names & reviewed.sources.keys()
+    reviewed.ignored_paths = len(names) - len(kept)
+    kept |= {name for name in reviewed.sources if not os.path.lexists(source_path(name))
+             and any(Path(source_path(name)).is_relative_to(root) for root in roots)}
+    return [Path(source_path(name)) for name in sorted(kept)]
