@@ -19,11 +19,11 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch.session.names import display_name
+from hindsight_batch.session.names import node_path
 
 
 def path_hash(session_file: Path) -> str:
-    return hashlib.sha256(display_name(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(node_path(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
 
 
 def _folder(cwd: str) -> Path:

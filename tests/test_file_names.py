@@ -15,7 +15,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.session.names import display_name, source_name, source_path
+from hindsight_batch.session.names import node_path, source_name, source_path
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.fake_hindsight import FakeState, fake_hindsight
 
@@ -143,7 +143,7 @@ def test_names_round_trip_for_any_bytes(tmp_path: Path) -> None:
             continue
         name = source_name(path)
         name.encode("utf-8")  # raises on a lone surrogate
-        assert display_name(path).encode("utf-8")
+        assert node_path(path).encode("utf-8")
         assert Path(source_path(name)) == path, (raw, name)
         assert source_name(source_path(name)) == name
         try:
@@ -152,3 +152,24 @@ def test_names_round_trip_for_any_bytes(tmp_path: Path) -> None:
         except UnicodeDecodeError:
             assert "\\x" in name
         path.unlink()
+
+
+def test_prune_names_such_a_file_as_the_import_does_and_prunes_it(runner: CliRunner, tmp_path: Path) -> None:
+    b = SessionBuilder(cwd="/work/names", session_id="0196f000-0000-7000-8000-000000000798")
+    b.user("we decided to implement the reader")
+    b.entry("custom_message", customType="hindsight-recall", content="<hindsight_memories>x</hindsight_memories>",
+            display=False)
+    b.assistant("done")
+    try:
+        path = b.write(Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9.jsonl")))
+    except (UnicodeEncodeError, OSError) as exc:
+        pytest.skip(f"this file system refuses bytes that are not UTF-8 in a name: {exc}")
+    old = path.stat().st_mtime - 3600
+    os.utime(path, (old, old))
+    result = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)["files"][0]
+    assert report["status"] == "pruned" and report["file"] == f"{tmp_path}/caf\\xe9.jsonl"
+    assert report["backup"].startswith(f"{tmp_path}/caf\\xe9.jsonl.hindsight-prune-")
+    assert Path(source_path(report["backup"])).is_file()  # the name leads to the backup
+    assert b"hindsight-recall" not in path.read_bytes()

@@ -54,6 +54,7 @@ from hindsight_batch.prune.index import DEFAULT_TYPES
 from hindsight_batch.prune.plan import PrunePlan, plan_prune
 from hindsight_batch.prune.undo import restore
 from hindsight_batch.prune.write import PruneRefused, backup_path, clean_stray_temps, install_with_backup, make_private
+from hindsight_batch.session.names import source_name
 
 __all__ = [
     "DEFAULT_TYPES", "PrunePlan", "PruneRefused", "PruneResult", "iter_results", "parse_duration", "plan_prune",
@@ -101,8 +102,9 @@ def prune_file(
     link = str(real) if path.is_symlink() else None
 
     def outcome(status: str, plan: dict[str, Any], backup: str | None = None,
-                reason: str | None = None) -> PruneResult:
-        return PruneResult(str(path), status, plan, backup, reason, link)
+                reason: str | None = None) -> PruneResult:  # names as the import writes them (UTF-8 text)
+        return PruneResult(source_name(path), status, plan, backup and source_name(backup), reason,
+                           link and source_name(link))
 
     clean_stray_temps(real.parent)
     first = real.stat()
@@ -148,7 +150,7 @@ def iter_results(paths: Iterable[Path], **options: Any) -> Iterator[PruneResult]
         try:
             yield prune_file(path, **options)
         except OSError as exc:
-            yield PruneResult(str(path), "failed", {}, reason=f"{exc.strerror or exc}")
+            yield PruneResult(source_name(path), "failed", {}, reason=f"{exc.strerror or exc}")
 
 
 def parse_duration(value: str) -> float:

@@ -37,7 +37,7 @@ def _unescape(match: re.Match[bytes]) -> bytes:
     return b"\\" if escape == b"\\" else bytes([int(escape[1:], 16)])
 
 
-def display_name(path: str | os.PathLike[str]) -> str:
+def node_path(path: str | os.PathLike[str]) -> str:
     """``path`` as the live extension (Node) sees it: each byte that is not UTF-8 read as U+FFFD."""
     return _as_text(os.fspath(path), escape=False)
 
