@@ -339,17 +339,23 @@ def test_a_lone_surrogate_in_a_session_never_crashes_the_run_or_breaks_the_manif
 def test_a_file_whose_rows_cannot_be_written_fails_alone_before_anything_is_written(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    """A session file whose name is not UTF-8 (its rows would hold text no UTF-8 manifest can): that file fails,
-    with nothing of it in the manifest; the other file goes through."""
+    """A session whose project configuration names its bank with a lone surrogate escape (text no UTF-8 manifest
+    can hold; a file name that is not UTF-8 once did the same, tests/test_file_names.py): that file fails, with
+    nothing of it in the manifest; the other file goes through."""
     folder = tmp_path / "sessions"
     [good] = sessions(folder, 1)
-    odd = Path(os.fsdecode(bytes(folder) + b"/odd\xff.jsonl"))
-    SessionBuilder(session_id="odd-name").write(odd).write_bytes(good.read_bytes().replace(b"s-0", b"odd"))
+    project = tmp_path / "odd-project"
+    (project / ".pi").mkdir(parents=True)
+    (project / ".pi" / "hindsight.json").write_text('{"banks": {"project": {"bankId": "odd\\udce9"}}}')
+    odd = SessionBuilder(cwd=str(project), session_id="odd-name")
+    odd.user("question about the build")
+    odd.assistant("answer: run make")
+    odd.write(folder / "odd.jsonl")
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", str(folder), "--manifest", str(manifest), "--json")
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     [failed] = json.loads(result.output)["failed_files"]
-    assert failed["file"].endswith("odd\ufffd.jsonl") and "UnicodeEncodeError" in failed["reason"]
+    assert failed["file"] == str(folder / "odd.jsonl") and "UnicodeEncodeError" in failed["reason"]
     assert [Path(r["source_file"]) for r in read_manifest(manifest)] == [good]
 
 
