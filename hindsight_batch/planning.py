@@ -297,7 +297,7 @@ def _plan_chunk(
     unwritten = "skipped" if decision.route == "skip" else "not-written"
     common: dict[str, Any] = dict(  # what each of the chunk's rows has (one per bank written, else one)
         run_id=session.run_id,
-        source_file=source_name(plan.path),
+        source_file=scope.session_file,
         session_id=scope.session_id,
         leaf=leaf.id,
         segment=segment,
