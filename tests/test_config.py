@@ -55,6 +55,10 @@ def test_legacy_global_retain_and_global_bank_are_renamed(tmp_path: Path) -> Non
         ({"toolFilter": {"toolCall": {"exclud": ["read"]}}}, "toolFilter.toolCall.exclud", "unknown key"),
         ({"import": {"turnsPerChunk": 0}}, "import.turnsPerChunk", "greater than"),
         ({"surpriseKey": 1}, "surpriseKey", "unknown key"),
+        # JSON allows a lone surrogate escape; no UTF-8 manifest, ledger row or request can hold it
+        ({"banks": {"project": {"bankId": "odd\udce9"}}}, "banks.project.bankId", "lone surrogate"),
+        ({"retainContent": {"user": ["text", "\ud800"]}}, "retainContent.user.1", "lone surrogate"),
+        ({"projectName": "ok", "\udfffkey": 1}, "\ufffdkey", "lone surrogate"),
     ],
 )
 def test_invalid_values_fail_closed_naming_file_and_key(tmp_path: Path, data: dict, key: str, words: str) -> None:  # type: ignore[type-arg]
@@ -68,6 +72,22 @@ def test_unparsable_file_is_named(tmp_path: Path) -> None:
     path = write(tmp_path / "broken.json", "{not json")
     with pytest.raises(ConfigError, match=r"broken\.json"):
         ConfigResolver(env={}, config_file=path).for_cwd(None)
+
+
+def test_a_lone_surrogate_in_a_project_file_stops_the_run_naming_file_and_key(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """S8: found while planning, as any bad value is; nothing is recorded as read."""
+    project = tmp_path / "project"
+    config = write(project / ".pi" / "hindsight.json", '{"banks": {"project": {"bankId": "odd\\udce9"}}}')
+    session = tmp_path / "sessions" / "s.jsonl"
+    session.parent.mkdir()
+    session.write_text(json.dumps({"type": "session", "version": 3, "id": "s-1", "timestamp":
+                                   "2026-05-01T10:00:00.000Z", "cwd": str(project)}) + "\n")
+    result = invoke(runner, "import", str(session.parent), "--state", str(tmp_path / "state"))
+    assert result.exit_code == 3, result.stderr
+    assert f"{config}: banks.project.bankId: holds a lone surrogate escape" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_extension_only_keys_are_accepted_and_listed(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from hindsight_batch import importer, workers
 from hindsight_batch.errors import EXIT_CONFIG, EXIT_INTERNAL, ConfigError
+from hindsight_batch.rows import ManifestRow
 from hindsight_batch.sinks import ledger as ledger_module
 from tests.conftest import REPO, SessionBuilder, invoke, read_manifest
 
@@ -337,25 +338,27 @@ def test_a_lone_surrogate_in_a_session_never_crashes_the_run_or_breaks_the_manif
 
 
 def test_a_file_whose_rows_cannot_be_written_fails_alone_before_anything_is_written(
-    runner: CliRunner, tmp_path: Path
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A session whose project configuration names its bank with a lone surrogate escape (text no UTF-8 manifest
-    can hold; a file name that is not UTF-8 once did the same, tests/test_file_names.py): that file fails, with
-    nothing of it in the manifest; the other file goes through."""
+    """A session whose rows hold text no UTF-8 manifest can (a lone surrogate: the reader, the configuration and
+    file names no longer let one through, so it is injected into one file's rows): that file fails, with nothing
+    of it in the manifest; the other file goes through."""
     folder = tmp_path / "sessions"
-    [good] = sessions(folder, 1)
-    project = tmp_path / "odd-project"
-    (project / ".pi").mkdir(parents=True)
-    (project / ".pi" / "hindsight.json").write_text('{"banks": {"project": {"bankId": "odd\\udce9"}}}')
-    odd = SessionBuilder(cwd=str(project), session_id="odd-name")
-    odd.user("question about the build")
-    odd.assistant("answer: run make")
-    odd.write(folder / "odd.jsonl")
+    good, odd = sessions(folder, 2)
+    as_json = ManifestRow.as_json
+
+    def unwritable(row: ManifestRow, **changes: Any) -> dict[str, Any]:
+        data = as_json(row, **changes)
+        if row.source_file == str(odd):
+            data["bank_why"] += " \udce9"
+        return data
+
+    monkeypatch.setattr(ManifestRow, "as_json", unwritable)
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", str(folder), "--manifest", str(manifest), "--json")
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     [failed] = json.loads(result.output)["failed_files"]
-    assert failed["file"] == str(folder / "odd.jsonl") and "UnicodeEncodeError" in failed["reason"]
+    assert failed["file"] == str(odd) and "UnicodeEncodeError" in failed["reason"]
     assert [Path(r["source_file"]) for r in read_manifest(manifest)] == [good]
 
 

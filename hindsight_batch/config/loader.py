@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from hindsight_batch.config import families
 from hindsight_batch.config.model import EXTENSION_ONLY_KEYS, Settings
-from hindsight_batch.errors import ConfigError
+from hindsight_batch.errors import LONE_SURROGATE, ConfigError, without_surrogates
 
 DEFAULT_SOURCE = "default"
 HOME, PROJECT, GLOBAL = "home", "project", "global"
@@ -293,6 +293,10 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     ignored = sorted(k for k in merged if k in EXTENSION_ONLY_KEYS)
     for key in ignored:
         del merged[key]
+    odd = _lone_surrogate(merged)
+    if odd is not None:  # JSON allows "\\ud800"; no UTF-8 manifest, ledger row or request can hold it
+        raise ConfigError(ResolvedConfig(Settings(), origins).origin(odd), without_surrogates(odd)[0],
+                          "holds a lone surrogate escape (\\ud800-\\udfff): write the character itself")
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
@@ -310,6 +314,21 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     for name, sources in found_in_projects.items():
         found.setdefault(name, []).extend(sources)
     return ResolvedConfig(settings, origins, files, ignored + unused, family, found, warnings)
+
+
+def _lone_surrogate(value: Any, key: str = "") -> str | None:
+    """The dotted key of the first key or string value in ``value`` that holds a lone surrogate, or None."""
+    if isinstance(value, str):
+        return key if LONE_SURROGATE.search(value) else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for name, item in items:
+        dotted = f"{key}.{name}" if key else str(name)
+        if isinstance(name, str) and LONE_SURROGATE.search(name):
+            return dotted
+        found = _lone_surrogate(item, dotted)
+        if found is not None:
+            return found
+    return None
 
 
 def _family(settings: Settings, found: dict[str, list[str]]) -> str:
