@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -153,7 +154,7 @@ class Projector:
             if not isinstance(message, dict):
                 return Projection(dropped="malformed")
         role = message.get("role")
-        out = Projection(role=role if isinstance(role, str) else None)
+        out = Projection(role=sys.intern(role) if isinstance(role, str) else None)  # kept per entry: one each
         if role == "custom":
             if mf.is_memory_custom_type(message.get("customType")):
                 out.dropped = "recall"

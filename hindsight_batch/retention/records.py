@@ -81,6 +81,7 @@ class EntryOutcome:
 
 
 BATCH_BYTES = 256 << 10
+_NOTHING_REMOVED: dict[str, int] = {}  # shared, never written: an outcome's ``removed`` is only read
 
 
 class RecordMaker:
@@ -116,7 +117,8 @@ class RecordMaker:
         self._times.project += t1 - t0
         if not projection.is_message:
             return None
-        outcome = EntryOutcome(projection.role, projection.dropped, projection.removed)
+        # Kept per entry until the file is planned: no dict of its own when nothing was removed (most entries).
+        outcome = EntryOutcome(projection.role, projection.dropped, projection.removed or _NOTHING_REMOVED)
         if projection.record is not None:
             data = jsoncodec.dumps(projection.record)
             self._pending.append((outcome, projection.record, data))

@@ -9,6 +9,7 @@ file's size. A plain ``visit(entry, node)`` function is a visitor through :class
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,7 +129,7 @@ class _Reading:
             lineno,
             entry_id if isinstance(entry_id, str) and entry_id else f"L{lineno}",
             parent if isinstance(parent, str) else None,
-            entry_type if isinstance(entry_type, str) else "unknown",
+            sys.intern(entry_type) if isinstance(entry_type, str) else "unknown",  # one "message" for all rows
             timestamp if isinstance(timestamp, str) else None,
             kept if isinstance(kept, str) else None,
             payload,
