@@ -432,8 +432,9 @@ class Importer:
             if isinstance(header, str):
                 continue
             _, _, shaped = self._settings_for(header, path)
-            if shaped is None or shaped[1] != reviewed.sources[source_name(path)].settings_hash:
-                changed.append(source_name(path))
+            name = source_name(path)
+            if shaped is None or shaped[1] != reviewed.sources[name].settings_hash:
+                changed.append(name)
         if changed:
             reviewed.configuration_changed = True
             why = (f"the configuration changed since the review (the settings of {len(changed)} session(s) differ "

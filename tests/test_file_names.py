@@ -28,6 +28,18 @@ NAMES = (
 )
 
 
+def byte_named(folder: Path, raw: bytes) -> Path:
+    """``folder/raw``: a path whose name is the bytes ``raw``."""
+    return Path(os.fsdecode(os.fsencode(folder) + b"/" + raw))
+
+
+def write_or_skip(builder: SessionBuilder, path: Path) -> Path:
+    try:
+        return builder.write(path)
+    except (UnicodeEncodeError, OSError) as exc:  # a file system that takes only UTF-8 names (not Linux's)
+        pytest.skip(f"this file system refuses bytes that are not UTF-8 in a name: {exc}")
+
+
 def corpus(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """One session per name, plus one plainly named; returns the folder and session id -> expected name."""
     folder = tmp_path / "sessions"
@@ -37,18 +49,14 @@ def corpus(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         b = SessionBuilder(cwd="/work/names", session_id=session_id)
         b.user(f"Session {index}: we decided to implement the parser as a streaming reader.")
         b.assistant("noted, implemented")
-        path = Path(os.fsdecode(os.fsencode(folder) + b"/" + raw))
-        b.write(path)
+        write_or_skip(b, byte_named(folder, raw))
         expected[session_id] = f"{folder}/{shown}"
     return folder, expected
 
 
 @pytest.fixture
 def names_corpus(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    try:
-        return corpus(tmp_path)
-    except (UnicodeEncodeError, OSError) as exc:  # a file system that takes only UTF-8 names (not Linux's)
-        pytest.skip(f"this file system refuses bytes that are not UTF-8 in a name: {exc}")
+    return corpus(tmp_path)
 
 
 def run(runner: CliRunner, folder: Path, tmp_path: Path, *args: str, url: str = "http://127.0.0.1:9"
@@ -121,10 +129,7 @@ def test_a_copy_under_such_a_name_is_the_same_session_named_as_written(
     b.user("we decided to implement the reader")
     b.assistant("done")
     b.write(folder / "a.jsonl")
-    try:
-        b.write(Path(os.fsdecode(os.fsencode(folder) + b"/b\xe9.jsonl")))
-    except (UnicodeEncodeError, OSError) as exc:
-        pytest.skip(f"this file system refuses bytes that are not UTF-8 in a name: {exc}")
+    write_or_skip(b, byte_named(folder, b"b\xe9.jsonl"))
     result, summary = run(runner, folder, tmp_path)
     assert result.exit_code == 0, result.stderr
     assert summary["duplicate_sessions"] == [{"file": f"{folder}/b\\xe9.jsonl", "same_session_as": f"{folder}/a.jsonl"}]
@@ -136,7 +141,7 @@ def test_names_round_trip_for_any_bytes(tmp_path: Path) -> None:
     alphabet = [bytes([b]) for b in range(1, 256) if b != ord("/")] + [b"\\x", b"\\xe9", "é".encode(), b"\xed\xa0\x80"]
     for _ in range(300):
         raw = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
-        path = Path(os.fsdecode(os.fsencode(tmp_path) + b"/" + raw.replace(b"\x00", b"")))
+        path = byte_named(tmp_path, raw.replace(b"\x00", b""))
         try:
             path.write_bytes(b"")
         except OSError:  # "." or ".." or too long: not a file name
@@ -160,10 +165,7 @@ def test_prune_names_such_a_file_as_the_import_does_and_prunes_it(runner: CliRun
     b.entry("custom_message", customType="hindsight-recall", content="<hindsight_memories>x</hindsight_memories>",
             display=False)
     b.assistant("done")
-    try:
-        path = b.write(Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9.jsonl")))
-    except (UnicodeEncodeError, OSError) as exc:
-        pytest.skip(f"this file system refuses bytes that are not UTF-8 in a name: {exc}")
+    path = write_or_skip(b, byte_named(tmp_path, b"caf\xe9.jsonl"))
     old = path.stat().st_mtime - 3600
     os.utime(path, (old, old))
     result = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--json")
