@@ -8,16 +8,34 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.names import source_name
 
 if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan
+
+
+class RowTally(NamedTuple):
+    """What the summary counts of one manifest row: kept instead of the row while a session's rows are encoded."""
+
+    status: str
+    segment: str
+    chunk_index: int
+    route: str
+    reason: str
+    bank_role: str | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> RowTally:
+        """The tally of a row as the manifest file has it (:meth:`~hindsight_batch.rows.ManifestRow.as_json`)."""
+        decision = row["decision"]
+        return cls(row["status"], row["segment"], row["chunk_index"], decision["route"], decision["reason"],
+                   row["bank_role"])
 
 
 @dataclass
@@ -139,24 +157,25 @@ class Accounting:
             reason = "no readable session header" if problem == "empty file" else problem
             self.summary.failed_files.append({"file": source_name(path), "line": None, "reason": reason})
 
-    def rows(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """A session's manifest rows (as the manifest file has them): statuses, chunks, routes, skip reasons, items
-        by bank role."""
+    def rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """A session's manifest rows (as the manifest file has them): :meth:`tallies` of them."""
+        self.tallies(RowTally.of(row) for row in rows)
+
+    def tallies(self, tallies: Iterable[RowTally]) -> None:
+        """What a session's manifest rows count for: statuses, chunks, routes, skip reasons, items by bank role."""
         summary = self.summary
         seen_chunks: set[tuple[str, int]] = set()
-        for row in rows:
-            status = row["status"]
-            summary.statuses[status] += 1
-            chunk_key = (row["segment"], row["chunk_index"])
+        for row in tallies:
+            summary.statuses[row.status] += 1
+            chunk_key = (row.segment, row.chunk_index)
             if chunk_key not in seen_chunks:
                 seen_chunks.add(chunk_key)
                 summary.chunks += 1
-                decision = row["decision"]
-                summary.routes[decision["route"]] += 1
-                if status == "skipped":
-                    summary.skip_reasons[_without_mode(decision["reason"])] += 1
-            if row["bank_role"]:
-                summary.items[row["bank_role"]] += 1
+                summary.routes[row.route] += 1
+                if row.status == "skipped":
+                    summary.skip_reasons[_without_mode(row.reason)] += 1
+            if row.bank_role:
+                summary.items[row.bank_role] += 1
 
     def session(self, plan: SessionPlan) -> None:
         """What reading and planning one session found."""

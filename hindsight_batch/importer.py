@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
-from hindsight_batch.accounting import Accounting, ImportSummary
+from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
 from hindsight_batch.banks import BankResolver, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
@@ -36,7 +36,7 @@ from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_f
 from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
-from hindsight_batch.sinks.manifest import ManifestWriter, encode_lines
+from hindsight_batch.sinks.manifest import ManifestWriter, encode_line, encode_lines
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
@@ -109,6 +109,15 @@ class _Job(NamedTuple):
 FLUSH_ROWS = 2000
 FLUSH_SOURCES = 1000
 FLUSH_SECONDS = 5.0
+
+class _Encoded(NamedTuple):
+    """A planned session's rows, encoded (:meth:`Importer._encode`)."""
+
+    lines: list[bytes]  # for the manifest file
+    records: list[bytes]  # for the ledger (manifest_table.record_line)
+    tallies: list[RowTally]  # for the summary
+    items: set[tuple[str, str, str]]  # (document id, item hash, bank) of each row with a document: --from-run's check
+
 
 Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item hash, status) of documents sent
 
@@ -465,26 +474,22 @@ class Importer:
             return
         t0 = time.perf_counter()
         try:  # everything that can fail on this file's data, before anything is written
-            # Each row once as JSON, with what the importer adds: for the manifest file, the ledger and the counts.
-            data = [row.as_json(bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
-                    for row in plan.rows]
+            encoded = self._encode(job, plan)
             reviewed = self.options.reviewed
-            if reviewed is not None and not self._as_reviewed(reviewed, job, data):
+            if reviewed is not None and not self._as_reviewed(reviewed, job, encoded.items):
                 return
-            lines = encode_lines(data)  # text no UTF-8 file can hold (a lone surrogate) fails here, not mid-write
-            records = [manifest_table.record_line(row) for row in data]
             sizes = [len(planned.item.content.encode("utf-8")) for planned in plan.items]
         except Exception as exc:
             self.accounting.file_failed(job.path, exc)
             return
         self.accounting.session(plan)
-        self.manifest.write_lines(lines)
-        self.accounting.rows(data)
+        self.manifest.write_lines(encoded.lines)
+        self.accounting.tallies(encoded.tallies)
         if self.uploader is not None:
             sent = self._send(plan, sizes)
             if self.options.reviewed is not None:
                 self.options.reviewed.items_sent += sent
-        self._pending_records += records  # with --include-content the (redacted) text too: review shows it
+        self._pending_records += encoded.records  # with --include-content the (redacted) text too: review shows it
         self._pending_sources.append(SourceRecord(job.name, job.size, job.mtime_ns, job.header.id, job.shape,
                                                   self.summary.run_id, job.sha256))
         if not self.options.apply and job.sha256 is not None:
@@ -503,11 +508,26 @@ class Importer:
         self._pending_records, self._pending_sources, self._pending_reviewable = [], [], []
         self._flush_due = time.monotonic() + FLUSH_SECONDS
 
-    def _as_reviewed(self, reviewed: Reviewed, job: _Job, rows: list[dict[str, Any]]) -> bool:
+    def _encode(self, job: _Job, plan: SessionPlan) -> _Encoded:
+        """Each of the plan's rows once as JSON, with what the importer adds, encoded for the manifest file and for
+        the ledger. The plan's rows are let go one by one: a session of many short messages has thousands, and all
+        of them in three forms at once (rows, JSON values, lines) was most of the memory its import needed."""
+        rows, plan.rows = plan.rows, []
+        rows.reverse()  # popped from the end: in file order
+        encoded = _Encoded([], [], [], set())
+        while rows:
+            row = rows.pop()
+            data = row.as_json(bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
+            encoded.lines.append(encode_line(data))  # text no UTF-8 file can hold (a lone surrogate) fails here
+            encoded.records.append(manifest_table.record_line(data))
+            encoded.tallies.append(RowTally.of(data))
+            if self.options.reviewed is not None and data["document_id"]:
+                encoded.items.add((data["document_id"], data["item_sha256"] or "", data["bank_id"] or ""))
+        return encoded
+
+    def _as_reviewed(self, reviewed: Reviewed, job: _Job, items: set[tuple[str, str, str]]) -> bool:
         """--from-run: whether the session, planned again, is exactly what was reviewed (the same items, and the
         file unchanged while it was read); else it is refused, by name, and nothing of it is sent."""
-        items = {(row["document_id"], row["item_sha256"] or "", row["bank_id"] or "") for row in rows
-                 if row["document_id"]}
         seen = reviewed.items.get(job.name, set())
         try:
             stat = job.path.stat()

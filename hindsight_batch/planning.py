@@ -51,7 +51,7 @@ class PlannedItem:
 @dataclass
 class SessionPlan:
     path: Path
-    session: SessionFile  # its entry index is left behind when the plan was made in a worker process
+    session: SessionFile  # without its entry index, which is let go once the chunks are planned
     entries: int = 0
     rows: list[ManifestRow] = field(default_factory=list)
     items: list[PlannedItem] = field(default_factory=list)
@@ -100,6 +100,9 @@ def plan_session(
         plan = SessionPlan(path, session, entries=len(session.entries))
         t1 = time.perf_counter()
         _plan_chunks(plan, header, settings, store, run_id, include_content, handled)
+        # The index (a few hundred bytes an entry) is not needed past planning: let it go before the plan's rows
+        # are written, which is when an import of a session of many short messages needed the most memory.
+        session.entries = []
         times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
         return plan
     finally:

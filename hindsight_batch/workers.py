@@ -151,7 +151,6 @@ def plan_in_worker(task: PlanTask, ticket: int = -1) -> PlanOutcome:
                         task.handled, report if pipe is not None and ticket >= 0 else None)
     if isinstance(plan, str):
         return plan, times, sha256
-    plan.session.entries = []
     if not task.keep_items:
         _drop_items(plan)
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does

@@ -82,6 +82,7 @@ class _Reading:
         self.result = result
         self.visit = visit
         self.seq = 0
+        self.last: EntryNode | None = None  # the entry indexed last
         self.migrate: Callable[[dict[str, Any], int], dict[str, Any]] | None = None  # for a v1 or v2 file
         # The visitor's shortcut for tool results, once a v3 header is read.
         self.fast: Callable[[str, str], Any] | None = None
@@ -122,6 +123,8 @@ class _Reading:
                         visit = None
         entry_id = obj.get("id")
         parent = obj.get("parentId")
+        if self.last is not None and parent == self.last.id:
+            parent = self.last.id  # the common case, a chain: one string for the id and the next entry's parent
         timestamp = obj.get("timestamp")
         kept = obj.get("firstKeptEntryId")
         node = EntryNode(
@@ -137,6 +140,7 @@ class _Reading:
         if visit is not None:
             node.payload = visit(obj, node)
         result.entries.append(node)
+        self.last = node
         self.seq += 1
         return True
 

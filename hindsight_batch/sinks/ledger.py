@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 _BATCH = 400
 _COLUMN_BATCH = 5000
+LOAD_ROWS = 2000  # manifest records loaded at once (:meth:`Ledger.add_manifest_records`)
 # What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
 # confirmed there with our content hash), or refused for good (a 4xx about the item itself). Everything else --
 # pending, missing, failed with a retryable error, forgotten, deleted as stale -- is sent again.
@@ -522,12 +523,13 @@ class Ledger:
         """Manifest rows already encoded by :func:`manifest_table.record_line` (the importer encodes each row once,
         for the manifest file and for here), loaded through a temporary JSON-lines file
         (:func:`ledger_schema.load_records`)."""
-        if not lines:
-            return
-        with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
-            out.write(b"\n".join(lines) + b"\n")
-            out.flush()
-            ledger_schema.load_records(self.db, out.name)
+        # In slices: DuckDB's JSON reader holds memory in proportion to what one load reads (a session of many
+        # short messages hands over thousands of rows at once: 8,800 rows took about 55 MB in one load).
+        for start in range(0, len(lines), LOAD_ROWS):
+            with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
+                out.write(b"\n".join(lines[start:start + LOAD_ROWS]) + b"\n")
+                out.flush()
+                ledger_schema.load_records(self.db, out.name)
 
     def manifest_counts(self, run_id: str) -> ManifestCounts:
         """``report``'s counts of one run's manifest rows, computed by DuckDB."""

@@ -18,7 +18,7 @@ from hindsight_batch.errors import UsageError
 from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, signals_deferred
 from hindsight_batch.rows import ManifestRow  # the row is the pipeline's (hindsight_batch.rows); kept importable here
 
-__all__ = ["ManifestRow", "ManifestWriter", "encode_lines", "encode_rows"]
+__all__ = ["ManifestRow", "ManifestWriter", "encode_line", "encode_lines", "encode_rows"]
 
 
 def encode_rows(rows: Sequence[ManifestRow]) -> list[bytes]:
@@ -28,10 +28,14 @@ def encode_rows(rows: Sequence[ManifestRow]) -> list[bytes]:
 
 
 def encode_lines(rows: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    """:func:`encode_rows` of rows already in their JSON form (:meth:`ManifestRow.as_json`), by
-    :func:`jsoncodec.dumps` (orjson: a seventh of the standard library's time, which was a tenth of a catch-up
-    re-run over many files), strictly: a lone surrogate raises."""
-    return [jsoncodec.dumps(data, strict=True) for data in rows]
+    """:func:`encode_rows` of rows already in their JSON form (:meth:`ManifestRow.as_json`)."""
+    return [encode_line(data) for data in rows]
+
+
+def encode_line(row: Mapping[str, Any]) -> bytes:
+    """One row in its JSON form as a manifest line, by :func:`jsoncodec.dumps` (orjson: a seventh of the standard
+    library's time, which was a tenth of a catch-up re-run over many files), strictly: a lone surrogate raises."""
+    return jsoncodec.dumps(row, strict=True)
 
 
 class ManifestWriter:
