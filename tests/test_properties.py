@@ -18,6 +18,7 @@ from hindsight_batch.retention.memory_filter import MEMORY_MARKERS, excise_memor
 from hindsight_batch.retention.projection import Projector
 from hindsight_batch.retention.records import RecordMaker, RecordStore
 from hindsight_batch.retention.stagetimes import StageTimes
+from hindsight_batch.routing.signals import separated
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
 
@@ -142,3 +143,14 @@ def test_the_header_peek_agrees_with_reading_the_file(lines: list[tuple[bytes, b
         assert peeked == _header_from_lines(path)
         if not isinstance(peeked, str):
             assert read_session(path).header == peeked
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
+       | st.lists(st.sampled_from(["a", "Z", "9", " ", "\t", "\n", ".", ",", "'", "-", "_", "/", "\x00", "\x7f", "é",
+                                   "İ", "中", "\U0001F600", "\ud800", "\udfff", "\x80"]), max_size=20).map("".join))
+def test_the_routers_word_separation_equals_a_per_character_translation(text: str) -> None:
+    """Routing splits words at ASCII punctuation by translating the text's UTF-8 bytes: for any text, CJK, emoji,
+    controls and lone surrogates included, the result is the character-by-character translation it replaced."""
+    by_character = text.translate({c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")})
+    assert separated(text) == by_character
