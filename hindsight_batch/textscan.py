@@ -11,14 +11,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
+_LONGER = "\u0130"  # "İ", the one character whose lowercase is longer ("i̇", two), as Python 3.11's Unicode has it
+
 
 def lower(text: str) -> str:
-    """``text.lower()`` with the same length, so positions in one are positions in the other (a few characters,
-    such as "İ", lowercase to two; those are left as they are)."""
+    """``text.lower()`` with the same length, so positions in one are positions in the other: a character whose
+    lowercase is longer ("İ") is left as it is. The text is lowered between such characters: character by
+    character, a text with one "İ" (Turkish prose) took as long as all other routing of its chunk."""
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered
-    return "".join(c if len(low := c.lower()) != 1 else low for c in text)
+    lowered = _LONGER.join(part.lower() for part in text.split(_LONGER))
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(low := c.lower()) != 1 else low for c in text)  # another such character (a newer Unicode)
 
 
 def anchored_matches(

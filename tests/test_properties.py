@@ -21,6 +21,7 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing.signals import separated
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
+from hindsight_batch.textscan import lower
 
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ["type", "id", "parentId", "timestamp", "message", "role", "content", "customType", "toolName",
@@ -154,3 +155,19 @@ def test_the_routers_word_separation_equals_a_per_character_translation(text: st
     controls and lone surrogates included, the result is the character-by-character translation it replaced."""
     by_character = text.translate({c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_")})
     assert separated(text) == by_character
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "Z", "İ", "I", "ı", "Σ", "ς", " ", "ß", "ẞ", "\u212a", "中", "\ud800",
+                                 "\U0001F600"]), max_size=20).map("".join) | st.text(max_size=30))
+def test_lowering_for_matching_keeps_every_position(text: str) -> None:
+    """Redaction and routing match on a lowercased copy and use its positions in the original: whatever the text
+    ("İ" lowercases to two characters, "Σ" to "σ" or "ς" by its place), each character is lowered in place or,
+    when its lowercase is longer, kept."""
+    lowered = lower(text)
+    assert len(lowered) == len(text)
+    for original, low in zip(text, lowered, strict=True):
+        if len(original.lower()) != 1:
+            assert low == original
+        else:
+            assert low == original.lower() or (original, low) == ("Σ", "ς")
