@@ -110,6 +110,7 @@ FLUSH_ROWS = 2000
 FLUSH_SOURCES = 1000
 FLUSH_SECONDS = 5.0
 
+
 class _Encoded(NamedTuple):
     """A planned session's rows, encoded (:meth:`Importer._encode`)."""
 
@@ -511,7 +512,7 @@ class Importer:
     def _encode(self, job: _Job, plan: SessionPlan) -> _Encoded:
         """Each of the plan's rows once as JSON, with what the importer adds, encoded for the manifest file and for
         the ledger. The plan's rows are let go one by one: a session of many short messages has thousands, and all
-        of them in three forms at once (rows, JSON values, lines) was most of the memory its import needed."""
+        of them in four forms at once (rows, JSON values, manifest lines, ledger records) was its import's peak."""
         rows, plan.rows = plan.rows, []
         rows.reverse()  # popped from the end: in file order
         encoded = _Encoded([], [], [], set())

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Import benchmark, measured as a user meets it: the whole ``hindsight-batch import`` process, as ``time`` does.
 
-For each corpus shape of scripts/gen_corpus.py (default, small-files, long-lines, keywords) the dry-run import and a
-bare ``json.loads`` loop over the same lines (each its own process, from start to exit) are run --rounds times,
-alternated, so both meet the same load on a shared machine; then the catch-up re-run (the same import again over
-the unchanged corpus) and an import of an empty folder. Reported: medians with the range over rounds (wall time,
-MB/s, peak RSS from wait4's rusage of each child: its largest process, the parent or one of its worker
-processes), the ratio import/bare per round, and the targets:
+For each corpus shape of scripts/gen_corpus.py (default, small-files, long-lines, keywords, unicode) the dry-run
+import and a bare ``json.loads`` loop over the same lines (each its own process, from start to exit) are run
+--rounds times, alternated, so both meet the same load on a shared machine; then the catch-up re-run (the same
+import again over the unchanged corpus) and an import of an empty folder. Reported: medians with the range over
+rounds (wall time, MB/s, peak RSS from wait4's rusage of each child: its largest process, the parent or one of its
+worker processes), the ratio import/bare per round, and the targets:
 
     per shape: median >= 0.30x bare json.loads and >= 60 MB/s; catch-up re-run <= 1 s; empty folder <= 0.25 s
 
@@ -44,7 +44,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SHAPES = ("default", "small-files", "long-lines", "keywords")
+SHAPES = ("default", "small-files", "long-lines", "keywords", "unicode")
 
 BARE = """
 import json, sys

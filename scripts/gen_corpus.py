@@ -18,6 +18,8 @@ The mix follows the real sessions in shared/samples-real/pi: most bytes are tool
   long-lines   spaced JSON (``", "`` and ``": "``, ASCII-escaped as Python's json.dumps writes it), long tool
                outputs on long lines: most bytes in tool output, few records per MB;
   keywords     keyword-dense prose: "token", "secret" or "password" in most kept messages (redaction's slow path).
+  unicode      the default profile with text outside ASCII in most texts, as assistants write it: dashes, curly
+               quotes, arrows, accented and Turkish words, emoji, CJK (Python's str methods take slower paths).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ SECRETS = [
 ]
 
 
-SHAPES = ("default", "small-files", "long-lines", "keywords")
+SHAPES = ("default", "small-files", "long-lines", "keywords", "unicode")
 
 
 @dataclass
@@ -69,10 +71,13 @@ class Shape:
     ensure_ascii: bool = False
     output_median: int = 2_000
     keywords: bool = False
+    unicode: bool = False
 
 
 SHAPE = Shape()
 KEYWORDS = ("token", "secret", "password", "api token", "the secret key", "password reset")
+UNICODE_WORDS = ("—", "“done”", "→", "it’s", "✓", "café", "naïve", "Größe", "İstanbul", "değişiklik", "🎉", "👍🏽",
+                 "测试通过", "ファイル", "修正しました", "Привет")
 
 
 class Writer:
@@ -102,7 +107,11 @@ class Writer:
 
     def words(self, count: int) -> str:
         rng = self.rng
-        text = " ".join(rng.choices(WORDS, cum_weights=CUM_WEIGHTS, k=count))
+        words = rng.choices(WORDS, cum_weights=CUM_WEIGHTS, k=count)
+        if SHAPE.unicode and rng.random() < 0.7:  # a word in twenty outside ASCII, in most texts
+            for _ in range(max(1, count // 20)):
+                words[rng.randrange(count)] = rng.choice(UNICODE_WORDS)
+        text = " ".join(words)
         if SHAPE.keywords and rng.random() < 0.8:  # a keyword somewhere in most texts, not a secret
             at = rng.randrange(len(text) + 1)
             at = text.rfind(" ", 0, at) + 1
@@ -223,6 +232,8 @@ def main() -> None:
         SHAPE = Shape(separators=(", ", ": "), ensure_ascii=True, output_median=20_000)
     elif args.shape == "keywords":
         SHAPE = Shape(keywords=True)
+    elif args.shape == "unicode":
+        SHAPE = Shape(unicode=True)
     rng = random.Random(args.seed)
     sizes = random.Random(args.seed + 1)  # file sizes from their own stream: they do not move when content does
     args.out.mkdir(parents=True, exist_ok=True)

@@ -107,7 +107,6 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "ignore this", "debug (print|output|log)", "one-off",
     )),
 )
-# Everything but letters, digits, apostrophes, dashes and underscores separates words (a C-speed translate).
 # ASCII punctuation, spaces and controls split words; letters, digits, "'", "-", "_" and every other character do not.
 _SEPARATORS = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in "'-_"))
 # On the text's UTF-8 bytes: a character outside ASCII is bytes of 0x80 and up, which the table leaves alone.
