@@ -1,5 +1,6 @@
 """Property-based tests (hypothesis, bounded): whatever a session line holds, reading and projecting it neither
-raises nor lets a lone surrogate or a memory marker through."""
+raises nor lets a lone surrogate or a memory marker through; whatever a text holds, the fast text helpers of
+routing and redaction give what their plain definitions give."""
 
 from __future__ import annotations
 
@@ -147,7 +148,7 @@ def test_the_header_peek_agrees_with_reading_the_file(lines: list[tuple[bytes, b
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=40)
+@given(st.text(max_size=40)
        | st.lists(st.sampled_from(["a", "Z", "9", " ", "\t", "\n", ".", ",", "'", "-", "_", "/", "\x00", "\x7f", "é",
                                    "İ", "中", "\U0001F600", "\ud800", "\udfff", "\x80"]), max_size=20).map("".join))
 def test_the_routers_word_separation_equals_a_per_character_translation(text: str) -> None:
