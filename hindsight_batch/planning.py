@@ -101,7 +101,7 @@ def plan_session(
         t1 = time.perf_counter()
         _plan_chunks(plan, header, settings, store, run_id, include_content, handled)
         # The index (a few hundred bytes an entry) is not needed past planning: let it go before the plan's rows
-        # are written, which is when an import of a session of many short messages needed the most memory.
+        # are encoded (a session of many short messages has hundreds of thousands of entries).
         session.entries = []
         times.extra["chunk+route"] = times.extra.get("chunk+route", 0.0) + time.perf_counter() - t1
         return plan

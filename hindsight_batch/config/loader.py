@@ -66,12 +66,17 @@ class ResolvedConfig:
 
     def origin(self, dotted: str) -> str:
         """Where ``dotted`` (or its nearest set parent) came from."""
-        key = dotted
-        while key:
-            if key in self.origins:
-                return self.origins[key]
-            key = key.rpartition(".")[0]
-        return DEFAULT_SOURCE
+        return _origin(self.origins, dotted)
+
+
+def _origin(origins: Mapping[str, str], dotted: str) -> str:
+    """Where ``dotted`` (or its nearest set parent) came from, by the merge's record of each key's source."""
+    key = dotted
+    while key:
+        if key in origins:
+            return origins[key]
+        key = key.rpartition(".")[0]
+    return DEFAULT_SOURCE
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -295,18 +300,17 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
         del merged[key]
     odd = _lone_surrogate(merged)
     if odd is not None:  # JSON allows "\\ud800"; no UTF-8 manifest, ledger row or request can hold it
-        raise ConfigError(ResolvedConfig(Settings(), origins).origin(odd), without_surrogates(odd)[0],
+        raise ConfigError(_origin(origins, odd), without_surrogates(odd)[0],
                           "holds a lone surrogate escape (\\ud800-\\udfff): write the character itself")
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         error = exc.errors()[0]
         dotted = ".".join(str(part) for part in error["loc"])
-        resolved = ResolvedConfig(Settings(), origins)
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key (check the spelling; unknown keys are never ignored)"
-        raise ConfigError(resolved.origin(dotted), dotted or "(top level)", message) from None
+        raise ConfigError(_origin(origins, dotted), dotted or "(top level)", message) from None
     files = [Path(layer.source) for layer in layers if not layer.source.startswith(("env ", "flag "))]
     # Your own files decide whose configuration is in use; a project's files only where yours say nothing, so a
     # cloned repository carrying the other extension's file does not change the rule (or stop the run).
