@@ -183,7 +183,7 @@ class Accounting:
         session = plan.session
         summary.bytes_read += session.size
         summary.entries += plan.entries
-        summary.malformed_total += len(session.malformed)
+        summary.malformed_total += session.malformed_total
         for problem in session.malformed:
             if len(summary.malformed_lines) < ImportSummary.MAX_LISTED:
                 summary.malformed_lines.append(

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from hindsight_batch import __version__
 from hindsight_batch.config.model import Settings
 from hindsight_batch.session.model import SessionHeader
@@ -121,10 +119,10 @@ def content_sha256(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()
 
 
-class RetainItem(BaseModel):
-    """One item of a ``retainBatch`` request (``MemoryItem`` in the server's OpenAPI spec)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetainItem:
+    """One item of a ``retainBatch`` request (``MemoryItem`` in the server's OpenAPI spec). Planning makes every
+    value, so nothing is validated (a dataclass, not a pydantic model: see routing/models.py)."""
 
     content: str
     context: str
@@ -136,12 +134,21 @@ class RetainItem(BaseModel):
     metadata: dict[str, str]
 
     def payload(self) -> dict[str, Any]:
-        data = self.model_dump()
+        """The item as the request's JSON holds it: ``timestamp`` and ``observation_scopes`` only when set."""
+        data: dict[str, Any] = {
+            "content": self.content, "context": self.context, "timestamp": self.timestamp,
+            "document_id": self.document_id, "update_mode": self.update_mode, "tags": list(self.tags),
+            "observation_scopes": _copy_scopes(self.observation_scopes), "metadata": dict(self.metadata),
+        }
         if data["timestamp"] is None:
             del data["timestamp"]
         if data["observation_scopes"] is None:
             del data["observation_scopes"]
         return data
+
+
+def _copy_scopes(scopes: list[list[str]] | str | None) -> list[list[str]] | str | None:
+    return [list(group) for group in scopes] if isinstance(scopes, list) else scopes
 
 
 def session_context(scope: SessionScope) -> str:

@@ -70,9 +70,8 @@ class ManifestRow:
         for name in _FIELDS:
             value = changes[name] if name in changes else getattr(self, name)
             if name == "decision":
-                value = self.decision.model_dump(mode="json", by_alias=True, exclude={"skip_reason"})
-                data[name] = value
-                data["skip_reason"] = self.decision.skip_reason
+                data[name] = decision = self.decision.as_json()
+                data["skip_reason"] = decision.pop("skipReason")
                 continue
             if value is None and name in _OPTIONAL_KEYS:
                 continue
@@ -91,7 +90,7 @@ class ManifestRow:
         values = {name: data[name] for name in _FIELDS if name in data}
         decision = dict(data["decision"])
         decision.setdefault("skipReason", data.get("skip_reason"))
-        values["decision"] = MemoryRouteDecision.model_validate(decision)
+        values["decision"] = MemoryRouteDecision.from_json(decision)
         return cls(**values)
 
 
@@ -110,11 +109,10 @@ def current_form(data: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def _decision_keys() -> frozenset[str]:
-    """The keys of a decision as :meth:`ManifestRow.as_json` writes it (worked out on first use)."""
-    from hindsight_batch.routing.models import MemoryRouteDecision
+    """The keys of a decision as :meth:`ManifestRow.as_json` writes it (routing is loaded on first use)."""
+    from hindsight_batch.routing.models import DECISION_KEYS
 
-    fields = MemoryRouteDecision.model_fields
-    return frozenset(field.alias or name for name, field in fields.items() if name != "skip_reason")
+    return DECISION_KEYS - {"skipReason"}
 
 
 class SourceRecord(NamedTuple):

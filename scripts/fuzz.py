@@ -396,7 +396,7 @@ def worker() -> None:
                 text = "\n".join(out)
                 text.encode("utf-8")  # strict: a lone surrogate would fail here, as in the manifest or upload
                 result["status"] = "planned"
-                result["malformed"] = len(plan.session.malformed)
+                result["malformed"] = plan.session.malformed_total
                 result["leaks"] = [n for n in needles if n in text]
         except BaseException as exc:
             result = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}

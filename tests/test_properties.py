@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -128,21 +129,26 @@ STARTS = st.sampled_from([
     json.dumps(HEADER).encode() * 2,  # glued
     b"\xef\xbb\xbf" + json.dumps(HEADER).encode(),  # a byte-order mark
     b'{"type":"message","id":"a"}', b"[1, 2]", b"not json", b"", b"   ", b"{", b'{"type":"session","id":"s","x":NaN}',
+    b"INFO a log line", b"  12", b"\t" + json.dumps(HEADER).encode(), b"\x0b{}", b"1" + json.dumps(HEADER).encode(),
 ])
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(STARTS, st.sampled_from([b"\n", b"\r\n", b""])), min_size=1, max_size=4))
 def test_the_header_peek_agrees_with_reading_the_file(lines: list[tuple[bytes, bytes]]) -> None:
-    """``peek_header`` reads a whole first line in one parse: whatever the file's start, it gives what reading the
-    file through the reader's lines gives, and a header it finds is the header a full read finds."""
-    from hindsight_batch.session.reader import _header_from_lines, peek_header
+    """``peek_header`` reads a whole first line in one parse and skips lines of text unparsed: whatever the file's
+    start, it gives the first object of all the file's lines, parsed (what pi takes as the header), and a header
+    it finds is the header a full read finds."""
+    from hindsight_batch.session.jsonl import Malformed, iter_objects
+    from hindsight_batch.session.reader import peek_header, read_header
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "s.jsonl"
         path.write_bytes(b"".join(line + end for line, end in lines))
         peeked = peek_header(path)
-        assert peeked == _header_from_lines(path)
+        with path.open("rb") as stream:
+            first = next((item.obj for item in iter_objects(stream) if not isinstance(item, Malformed)), None)
+        assert peeked == ("empty file" if first is None else read_header(first))
         if not isinstance(peeked, str):
             assert read_session(path).header == peeked
 
@@ -172,3 +178,27 @@ def test_lowering_for_matching_keeps_every_position(text: str) -> None:
             assert low == original
         else:
             assert low == original.lower() or (original, low) == ("Σ", "ς")
+
+
+LINE_PIECES = st.sampled_from([b"{", b"}", b"[", b"]", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"1", b"-", b'"',
+                               b'"a"', b":", b",", b"null", b"NaN", b"x", b"\xff", b"\xef\xbb\xbf", b"\\ud800",
+                               b'{"type":"custom","id":"g"}', b"[1, 2]"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.tuples(st.sampled_from([b"", b" ", b"\t", b" \r\t"]), st.lists(LINE_PIECES, min_size=1, max_size=8))
+       .map(lambda t: t[0] + b"".join(t[1])), st.booleans())
+def test_a_line_said_to_hold_no_object_parses_to_one_malformed_line(data: bytes, terminated: bool) -> None:
+    """The reader counts a line :func:`holds_no_object` picks out without parsing it: whatever the line, parsing
+    it gives exactly one malformed line (not a truncated tail) and no object, and the fast path refuses it too."""
+    from hindsight_batch.session.jsonl import Malformed, RawLine, holds_no_object, parse_line, parse_object
+
+    if not data.strip():
+        return  # a blank line is never a line (iter_lines skips it)
+    padded = b"\n" + data + b"\n"  # where the reader sees it: inside its block
+    line = RawLine(2, 1, len(data), bytearray(padded), 1, 1 + len(data), terminated)
+    if not holds_no_object(line):
+        return
+    assert parse_object(line) is None
+    items = parse_line(BytesIO(padded), line)
+    assert len(items) == 1 and isinstance(items[0], Malformed) and not items[0].truncated_tail, items

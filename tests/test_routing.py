@@ -191,3 +191,16 @@ def test_a_skip_carries_a_stable_skip_reason_and_nothing_else_does(case: dict[st
 def test_secret_policy_skip_is_its_own_skip_reason() -> None:
     decision, _ = route_text(settings_for("router", "skip"), "token ghp_16C7e42F292c6912E7710c838347Ae178B4a here")
     assert decision.route == "skip" and decision.skip_reason == "secret-policy"
+
+
+def test_a_decision_is_the_adrs_json_and_reads_back_as_itself() -> None:
+    """The decision is plain data the strategy made (not validated again): its JSON has the ADR's camelCase keys,
+    each target's too, and reads back as the same decision (a row an older version wrote goes that way)."""
+    decision, _ = route_text(settings_for("router"), "I prefer terse answers across all my projects.")
+    data = decision.as_json()
+    assert list(data) == ["route", "confidence", "signals", "matchedSignals", "reason", "mode", "writes", "targets",
+                          "safetyNotes", "projectMission", "globalMission", "strategy", "skipReason"]
+    assert [list(t) for t in data["targets"]] == [["bankRole", "bankId", "tags", "willWrite"]] * len(data["targets"])
+    assert data["targets"] and MemoryRouteDecision.from_json(json.loads(json.dumps(data))) == decision
+    older = {key: value for key, value in data.items() if key != "skipReason"}  # before skip_reason existed
+    assert MemoryRouteDecision.from_json(older) == decision

@@ -52,7 +52,7 @@ def route_command(
         text = sys.stdin.read()
     decision = preview_route(text, context=context, cwd=cwd, mode=mode, strategy=strategy, config_file=config_file)
     if as_json:
-        echo(json.dumps(decision.model_dump(mode="json", by_alias=True), indent=2))
+        echo(json.dumps(decision.as_json(), indent=2))
     if not quiet and not as_json:
         echo(_format_decision(decision))
 

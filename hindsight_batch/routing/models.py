@@ -6,10 +6,8 @@ whatever a person reads says "User Bank".
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from hindsight_batch.config.model import Settings, UserRetainMode
 
@@ -28,21 +26,19 @@ HIGH_CONFIDENCE = 0.8
 # A write to the User Bank alone needs at least this confidence; below it the route becomes ``both``.
 USER_BANK_MIN_CONFIDENCE = HIGH_CONFIDENCE
 
+# The seam's data is made by the program itself (a strategy, planning), so it is not validated: plain frozen
+# dataclasses. As pydantic models, building and dumping them was a twentieth of planning a session of short
+# messages, and a decision held about 3 KB until its row was encoded. JSON keys are the ADR's camelCase names.
 
-class _Model(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
-
-class Missions(_Model):
+@dataclass(frozen=True, slots=True)
+class Missions:
     project: str = ""
-    global_: str = Field("", alias="global")
+    global_: str = ""
 
 
-class RoutingStrategyInput(_Model):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, arbitrary_types_allowed=True
-    )
-
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoutingStrategyInput:
     content: str
     context: str | None = None
     config: Settings
@@ -51,19 +47,25 @@ class RoutingStrategyInput(_Model):
     project_bank_id: str | None = None
     user_bank_id: str | None = None
     session_file: str | None = None
-    base_tags: list[str] = Field(default_factory=lambda: [])
+    base_tags: list[str] = field(default_factory=list)
     # Secrets the redaction pass already replaced in ``content``, by rule (an addition to the ADR's shape).
-    redactions: dict[str, int] = Field(default_factory=lambda: {})
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
-class RouteTarget(_Model):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteTarget:
     bank_role: RoutingBankRole
     bank_id: str
     tags: list[str]
     will_write: bool
 
+    def as_json(self) -> dict[str, Any]:
+        return {"bankRole": self.bank_role, "bankId": self.bank_id, "tags": list(self.tags),
+                "willWrite": self.will_write}
 
-class MemoryRouteDecision(_Model):
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRouteDecision:
     route: MemoryRoute
     confidence: float
     signals: list[SignalCategory]
@@ -77,6 +79,35 @@ class MemoryRouteDecision(_Model):
     global_mission: str
     strategy: str
     skip_reason: SkipReason | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The decision as JSON values under the ADR's camelCase keys (:data:`DECISION_KEYS`)."""
+        return {
+            "route": self.route, "confidence": self.confidence, "signals": list(self.signals),
+            "matchedSignals": list(self.matched_signals), "reason": self.reason, "mode": self.mode,
+            "writes": list(self.writes), "targets": [target.as_json() for target in self.targets],
+            "safetyNotes": list(self.safety_notes), "projectMission": self.project_mission,
+            "globalMission": self.global_mission, "strategy": self.strategy, "skipReason": self.skip_reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MemoryRouteDecision:
+        """A decision :meth:`as_json` wrote; ``skipReason`` may be missing (a row from before it existed)."""
+        values = {name: data[key] for name, key in _DECISION_FIELDS if key in data}
+        values["targets"] = [RouteTarget(bank_role=t["bankRole"], bank_id=t["bankId"], tags=list(t["tags"]),
+                                         will_write=t["willWrite"]) for t in data["targets"]]
+        return cls(**values)
+
+
+def json_key(name: str) -> str:
+    """A field's JSON key: camelCase, without the trailing underscore of a name that is a keyword."""
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+_DECISION_FIELDS = tuple((f.name, json_key(f.name)) for f in fields(MemoryRouteDecision))
+DECISION_KEYS = frozenset(key for _, key in _DECISION_FIELDS)
+"""The keys of :meth:`MemoryRouteDecision.as_json`."""
 
 
 def bank_label(role: RoutingBankRole | MemoryRoute) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,11 +21,6 @@ def strategy_for(settings: Settings, source: str = "config") -> RoutingStrategy:
     return factory()
 
 
-@functools.lru_cache(maxsize=64)
-def _missions(project: str, user: str) -> Missions:
-    return Missions.model_validate({"project": project, "global": user})  # frozen: one per pair of missions
-
-
 def route_content(
     settings: Settings,
     content: str,
@@ -43,7 +37,7 @@ def route_content(
         content=content,
         context=context,
         config=settings,
-        missions=_missions(settings.banks.project.mission, settings.banks.user.mission),
+        missions=Missions(settings.banks.project.mission, settings.banks.user.mission),
         cwd=cwd,
         project_bank_id=project_bank_id or settings.banks.project.bank_id,
         user_bank_id=settings.banks.user.bank_id,

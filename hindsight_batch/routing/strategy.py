@@ -26,6 +26,7 @@ from hindsight_batch.routing.models import (
     RouteTarget,
     RoutingBankRole,
     RoutingStrategyInput,
+    SignalCategory,
     SkipReason,
 )
 from hindsight_batch.routing.signals import SignalMatches, extract_text, find_signals, mission_hits, mission_terms
@@ -46,6 +47,7 @@ class RoutingStrategy(Protocol):
 _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
     "project": ["project"], "global": ["project", "global"], "both": ["project", "global"], "skip": [],
 }
+_CATEGORIES: tuple[SignalCategory, ...] = ("skip", "global", "project")  # a decision's signals, in this order
 
 
 class Classification(NamedTuple):
@@ -197,7 +199,7 @@ def _decide(
         notes.append("dry-run-only strategy: nothing is written")
     if route == "skip":
         notes.append("skip candidate: transient or unsafe content is not retained")
-    signals = [c for c in ("skip", "global", "project") if found.score(c) > 0]
+    signals = [c for c in _CATEGORIES if found.score(c) > 0]
     reason = f"{mode} mode: {reason}"  # reason_without_mode() takes the prefix off again
     return MemoryRouteDecision(
         route=route,

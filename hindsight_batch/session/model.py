@@ -58,6 +58,9 @@ class EntryNode:
         return _by_constructor(self)
 
 
+KEPT_LINE_PROBLEMS = 50  # a file's malformed lines kept to be shown (the summary lists 50 of the whole run)
+
+
 @dataclass(frozen=True, slots=True)
 class LineProblem:
     lineno: int
@@ -73,7 +76,8 @@ class SessionFile:
     size: int
     header: SessionHeader | None
     entries: list[EntryNode] = field(default_factory=list)
-    malformed: list[LineProblem] = field(default_factory=list)
+    malformed: list[LineProblem] = field(default_factory=list)  # the first KEPT_LINE_PROBLEMS (add_malformed)
+    malformed_total: int = 0
     glued_lines: list[int] = field(default_factory=list)
     truncated_tail: bool = False
     problem: str | None = None  # set when the file is not a readable Pi session at all
@@ -83,3 +87,10 @@ class SessionFile:
     @property
     def session_id(self) -> str:
         return self.header.id if self.header else ""
+
+    def add_malformed(self, lineno: int, reason: str) -> None:
+        """Count a malformed line; the first :data:`KEPT_LINE_PROBLEMS` are kept to be shown. A damaged file
+        may be nothing but malformed lines: one kept each was 200 bytes a line (a 45 MB file of text held 340 MB)."""
+        self.malformed_total += 1
+        if len(self.malformed) < KEPT_LINE_PROBLEMS:
+            self.malformed.append(LineProblem(lineno, reason))

@@ -18,13 +18,13 @@ from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,
     RawLine,
+    holds_no_object,
     iter_lines,
-    iter_objects,
     parse_line,
     parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
-from hindsight_batch.session.model import EntryNode, LineProblem, SessionFile, SessionHeader
+from hindsight_batch.session.model import KEPT_LINE_PROBLEMS, EntryNode, SessionFile, SessionHeader
 
 if TYPE_CHECKING:
     from hindsight_batch.interfaces import EntryVisitor
@@ -165,12 +165,15 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
                 if not entry(obj, line.lineno):
                     return result
                 continue
+            if len(result.malformed) == KEPT_LINE_PROBLEMS and holds_no_object(line):
+                result.malformed_total += 1  # its reason would not be shown: not parsed to find it
+                continue
             for item in parse_line(stream, line):
                 if isinstance(item, Malformed):
                     if item.truncated_tail:
                         result.truncated_tail = True
                     else:
-                        result.malformed.append(LineProblem(item.lineno, item.reason))
+                        result.add_malformed(item.lineno, item.reason)
                     continue
                 result.surrogates_replaced += item.surrogates
                 result.invalid_utf8_lines += int(item.invalid_utf8)
@@ -181,7 +184,7 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
         if visit is not None:
             visit.finish()  # a visitor may work in batches
         if result.header is None and result.problem is None:
-            result.problem = "empty file" if not result.malformed else "no readable session header"
+            result.problem = "empty file" if not result.malformed_total else "no readable session header"
     return result
 
 
@@ -209,8 +212,10 @@ def peek_header(path: Path) -> SessionHeader | str:
 def _header_from_lines(path: Path) -> SessionHeader | str:
     """:func:`peek_header` through the reader's lines: blank lines, glued objects, a damaged line skipped."""
     with path.open("rb") as stream:
-        for item in iter_objects(stream, block_bytes=64 << 10):
-            if isinstance(item, Malformed):
-                continue
-            return read_header(item.obj)
+        for line in iter_lines(stream, block_bytes=64 << 10):
+            if holds_no_object(line):
+                continue  # malformed: skipped without being parsed (a long file of text has no header)
+            for item in parse_line(stream, line):
+                if not isinstance(item, Malformed):
+                    return read_header(item.obj)
     return "empty file"
