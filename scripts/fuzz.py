@@ -262,6 +262,16 @@ def missing_header(rng: random.Random, lines: Lines) -> Lines:
     return lines[1:] if rng.random() < 0.7 else [b"", b"garbage", *lines[1:]]
 
 
+def text_lines(rng: random.Random, lines: Lines) -> Lines:
+    """A log or other text spliced in: more lines than a file keeps reasons for, some before the header."""
+    text = [b"2026-05-01 10:00:00 INFO served", b"Traceback (most recent call last):", b"  12", b"\t[1, 2]",
+            b"null", b"\xff\xfe garbled", b'  "a string"', b"\x0b{}", b"}"]
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(lines) + 1)
+        lines[at:at] = [rng.choice(text) for _ in range(rng.randint(1, 120))]
+    return lines
+
+
 def spaced_json(rng: random.Random, lines: Lines) -> Lines:
     for i, obj in _objects(lines):
         if rng.random() < 0.7:
@@ -332,8 +342,8 @@ KINDS: dict[str, Callable[[random.Random, Lines], Lines]] = {
         truncate_file, truncate_line, byte_flips, invalid_utf8, invalid_utf8_in_tool_result_ids, lone_surrogate,
         deep_nesting, unbalanced_brackets, huge_number, nan_infinity, wrong_type, wrong_header, duplicate_lines,
         remove_lines, reorder_lines, glue_lines, parent_cycle, dangling_and_duplicate_ids, missing_header,
-        spaced_json, crlf_blank_and_separators, control_characters, marker_fragments, giant_string, giant_nested,
-        giant_tiny_strings, giant_number,
+        text_lines, spaced_json, crlf_blank_and_separators, control_characters, marker_fragments, giant_string,
+        giant_nested, giant_tiny_strings, giant_number,
     )
 }
 GIANT_KINDS = {"giant_string", "giant_nested", "giant_tiny_strings", "giant_number"}

@@ -186,6 +186,28 @@ def test_summary_reports_malformed_lines_by_file_and_line_and_the_truncated_tail
     assert "explicit-only" in result.stderr
 
 
+def test_a_file_of_many_malformed_lines_is_counted_whole_and_its_first_shown(runner: CliRunner,
+                                                                              tmp_path: Path) -> None:
+    """Two damaged files: every malformed line is counted in the summary, the first ten of the run are shown on
+    stderr and the first fifty in --json, in file and line order; the messages around them are imported."""
+    folder = tmp_path / "sessions"
+    for name in ("a", "b"):
+        b = SessionBuilder(session_id=f"sess-{name}")
+        b.user("the build passes now")
+        for index in range(60):
+            b.raw(f"{name} log line {index}" if index % 3 else '{"type":"message","id":"cut')
+        b.user("and the release is tagged")
+        b.write(folder / f"{name}.jsonl")
+    result = invoke(runner, "import", str(folder), "--manifest", str(tmp_path / "m.jsonl"), "--json")
+    summary = json.loads(result.stdout)
+    assert result.exit_code == 0 and summary["malformed_lines"] == 120 and summary["messages_kept"] == 4
+    listed = [(Path(p["file"]).name, p["line"]) for p in summary["malformed"]]
+    assert listed == [("a.jsonl", line) for line in range(3, 53)]
+    shown = invoke(runner, "import", str(folder), "--manifest", str(tmp_path / "n.jsonl"), "--state",
+                   str(tmp_path / "other-state"))
+    assert "malformed lines 120" in shown.stderr and shown.stderr.count("  malformed: ") == 10
+
+
 def test_all_branches_import_each_branch_once(runner: CliRunner, tmp_path: Path) -> None:
     current, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content", name="cur.jsonl")
     every, _ = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--include-content", "--branches", "all",
