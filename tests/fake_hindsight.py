@@ -41,6 +41,7 @@ class FakeState:
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)
     faulted_once: set[str] = field(default_factory=set)
     retain_requests: int = 0
+    received: list[dict[str, Any]] = field(default_factory=list)  # every item of every retain request, as sent
     stores: int = 0
     doubled: int = 0
     injected: list[str] = field(default_factory=list)
@@ -181,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _retain(self, bank: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         state = self.server.state
         items = body.get("items") or []
+        with state.lock:
+            state.received.extend(items)
         for item in items:
             if "FAULT:refuse" in item["content"]:
                 return 400, {"detail": f"item {item['document_id']}: content refused by the extraction guard"}

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.api import ImportOptions, run_import
-from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
 from tests.fake_hindsight import FakeState, fake_hindsight
 from tests.server import Server
 
@@ -82,6 +82,32 @@ def test_apply_from_run_sends_exactly_the_planned_items(runner: CliRunner, tmp_p
     data = json.loads(result.stdout)["from_run"]
     assert data["refused_total"] == 0 and data["sessions_sent"] == 3
     assert data["items_as_reviewed"] == data["items_sent"] == len(planned(rows))
+
+
+def test_each_item_sent_is_a_memory_item_of_the_servers_spec_and_the_one_its_row_hashed(runner: CliRunner,
+                                                                                           tmp_path: Path) -> None:
+    """What reaches the server is a ``MemoryItem`` of its OpenAPI spec, in replace mode, with the session's
+    timestamp, and each is exactly the item its manifest row hashed (``item_sha256``, what ``--from-run`` and a
+    re-run compare): planning makes it without validation, so nothing else checks its shape."""
+    from hindsight_batch.items import RetainItem
+    from hindsight_batch.planning import item_sha256
+
+    spec = json.loads((REAL_SAMPLES.parents[1] / "design" / "hindsight-openapi-1.1.0.json").read_text())
+    memory_item = set(spec["components"]["schemas"]["MemoryItem"]["properties"])
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        setup = Setup(runner, tmp_path, url)
+        run_id, rows = setup.dry_run()
+        result = setup.apply(run_id)
+    assert result.exit_code == 0, result.stderr
+    by_document = {r["document_id"]: r for r in rows if r["document_id"]}
+    assert sorted(item["document_id"] for item in fake.received) == sorted(by_document)
+    for item in fake.received:
+        assert set(item) <= memory_item and item["update_mode"] == "replace", item
+        assert item["timestamp"].startswith("20") and item["tags"] and item["metadata"]["session_id"]
+        row = by_document[item["document_id"]]
+        unset = {"timestamp": None, "observation_scopes": None}  # left out of the request when not set
+        assert item_sha256(row["bank_id"], RetainItem(**{**unset, **item})) == row["item_sha256"]
 
 
 def test_a_dry_run_that_reused_unchanged_sources_applies_and_a_second_apply_sends_nothing(

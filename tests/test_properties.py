@@ -202,3 +202,20 @@ def test_a_line_said_to_hold_no_object_parses_to_one_malformed_line(data: bytes,
     assert parse_object(line) is None
     items = parse_line(BytesIO(padded), line)
     assert len(items) == 1 and isinstance(items[0], Malformed) and not items[0].truncated_tail, items
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.tuples(st.sampled_from([b"", b" ", b"{", b'{"type":"custom","id":"g"}']),
+                 st.lists(LINE_PIECES, max_size=8)).map(lambda t: t[0] + b"".join(t[1])), st.booleans())
+def test_a_line_the_fast_path_refused_parses_the_same_without_orjson(data: bytes, terminated: bool) -> None:
+    """The reader parses a line ``parse_object`` gave None for without trying orjson again: whatever the line
+    (cut, glued, invalid UTF-8, a lone surrogate escape, NaN, not an object), that gives what trying it gives."""
+    from hindsight_batch.session.jsonl import RawLine, parse_line, parse_object
+
+    if not data.strip():
+        return
+    padded = b"\n" + data + b"\n"
+    line = RawLine(2, 1, len(data), bytearray(padded), 1, 1 + len(data), terminated)
+    if parse_object(line) is not None:
+        return
+    assert parse_line(BytesIO(padded), line, fast_path_tried=True) == parse_line(BytesIO(padded), line)

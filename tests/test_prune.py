@@ -204,6 +204,36 @@ def test_glued_malformed_blank_and_truncated_lines_stay_as_they_were(tmp_path: P
     assert path.read_bytes() == expected
 
 
+def test_lines_of_text_stay_as_they_were_and_are_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log spliced into a session, before its header too: the lines of text are copied byte for byte, the recall
+    among them is removed and its child re-linked, and no line of text is parsed (they hold no JSON object: a
+    45 MB log took 44 s to be indexed line by line)."""
+    from hindsight_batch.prune import index
+
+    parsed: list[int] = []
+    real = index.parse_line
+    monkeypatch.setattr(index, "parse_line", lambda stream, line: parsed.append(line.lineno) or real(stream, line))
+    log = [f"2026-05-01 10:00:{i:02d} INFO served" if i % 2 else f"  {i}" for i in range(60)]
+    b = SessionBuilder()
+    b.lines[0:0] = log[:5]  # before the header: pi skips them too
+    u1 = b.user("one")
+    for line in log[5:30]:
+        b.raw(line)
+    b.raw(recall_line(1, "r1", u1))
+    b.leaf = "r1"
+    for line in log[30:]:
+        b.raw(line)
+    b.assistant("two")
+    path = b.write(tmp_path / "s.jsonl")
+    data = path.read_bytes()
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    expected = data.replace(recall_line(1, "r1", u1).encode() + b"\n", b"").replace(b'"parentId":"r1"',
+                                                                                   f'"parentId":"{u1}"'.encode())
+    assert path.read_bytes() == expected
+    assert not set(parsed) & {n for n, line in enumerate(data.split(b"\n"), 1) if line.decode() in log}
+
+
 def test_extra_custom_types(tmp_path: Path) -> None:
     b = SessionBuilder()
     u1 = b.user("q")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, parse_line
+from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, holds_no_object, parse_line
 
 DEFAULT_TYPES = ("hindsight-recall",)
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
@@ -64,7 +64,8 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
     """Read ``path`` once: its version and an :class:`Entry` per object after the header.
 
     Lines that start in pi's own key order and hold no recall marker (nearly all of them) are indexed from that
-    prefix alone; every other line is parsed in full."""
+    prefix alone; a line that holds no JSON object (``holds_no_object``) is skipped unparsed; every other line is
+    parsed in full."""
     if path.stat().st_size == 0:
         return 0, [], "empty file"
     entries: list[Entry] = []
@@ -104,6 +105,9 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                 continue
             data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
             line = RawLine(lineno, offset, length, data, 0, length, terminated)
+            if holds_no_object(line):  # malformed, copied as it is: nothing to index (a log may be nothing else)
+                offset = end + 1
+                continue
             objects = [o for o in parse_line(stream, line) if not isinstance(o, Malformed)]
             for obj in (o.obj for o in objects):
                 if not version:

@@ -169,12 +169,17 @@ def iter_objects(
 
 
 def parse_line(
-    stream: SessionStream, line: RawLine, big_string_chars: int = BIG_STRING_CHARS
+    stream: SessionStream, line: RawLine, big_string_chars: int = BIG_STRING_CHARS, *, fast_path_tried: bool = False
 ) -> list[ParsedObject | Malformed]:
-    """The objects of one line from :func:`iter_lines` (a big or dense line is read again from ``stream``)."""
+    """The objects of one line from :func:`iter_lines` (a big or dense line is read again from ``stream``).
+    ``fast_path_tried``: :func:`parse_object` gave None for this line, so orjson would refuse it again (a failure is
+    an exception Python builds: a fifth of such a line's cost) or give what the standard library gives; it is not
+    tried."""
     data = line.data
     if data is None or is_dense(data):
         return list(_parse_big_line(stream, line, big_string_chars))
+    if fast_path_tried:
+        return list(_parse_text(line, data))
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:

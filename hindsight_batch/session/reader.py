@@ -168,7 +168,7 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
             if len(result.malformed) == KEPT_LINE_PROBLEMS and holds_no_object(line):
                 result.malformed_total += 1  # its reason would not be shown: not parsed to find it
                 continue
-            for item in parse_line(stream, line):
+            for item in parse_line(stream, line, fast_path_tried=True):
                 if isinstance(item, Malformed):
                     if item.truncated_tail:
                         result.truncated_tail = True
