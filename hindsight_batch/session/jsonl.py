@@ -211,7 +211,7 @@ def holds_no_object(line: RawLine) -> bool:
     """Whether :func:`parse_line` would give this line one :class:`Malformed` and nothing else, known without
     parsing it: a whole ordinary line (not big, too short to be dense) whose first character past JSON's
     whitespace is not "{". A caller that does not show why can count it as malformed: a damaged file may be
-    nothing else (a 45 MB log file took 30 s to be parsed line by line, to no use)."""
+    nothing else (a 45 MB log took half a minute to be parsed line by line, to no use)."""
     buffer = line.buffer
     if buffer is None or not line.terminated or line.end - line.start > DENSE_LINE_BYTES:
         return False
