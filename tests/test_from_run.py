@@ -110,6 +110,23 @@ def test_each_item_sent_is_a_memory_item_of_the_servers_spec_and_the_one_its_row
         assert item_sha256(row["bank_id"], RetainItem(**{**unset, **item})) == row["item_sha256"]
 
 
+def test_an_item_without_a_timestamp_or_scopes_leaves_both_keys_out() -> None:
+    """A chunk with no valid timestamp, under settings without observation scopes: the request's item has neither
+    key (the server's own defaults apply), and holds every other value as planned, copied."""
+    from hindsight_batch.items import RetainItem
+
+    tags, metadata = ["project:x"], {"session_id": "s1"}
+    item = RetainItem(content="c", context="ctx", timestamp=None, document_id="d", tags=tags,
+                      observation_scopes=None, metadata=metadata)
+    payload = item.payload()
+    assert payload == {"content": "c", "context": "ctx", "document_id": "d", "update_mode": "replace",
+                       "tags": ["project:x"], "metadata": {"session_id": "s1"}}
+    assert payload["tags"] is not tags and payload["metadata"] is not metadata
+    scoped = RetainItem(content="c", context="ctx", timestamp="2026-05-01T10:00:00Z", document_id="d", tags=tags,
+                        observation_scopes=[["project:x"]], metadata=metadata).payload()
+    assert scoped["timestamp"] == "2026-05-01T10:00:00Z" and scoped["observation_scopes"] == [["project:x"]]
+
+
 def test_a_dry_run_that_reused_unchanged_sources_applies_and_a_second_apply_sends_nothing(
     runner: CliRunner, tmp_path: Path
 ) -> None:
