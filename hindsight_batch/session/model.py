@@ -92,5 +92,9 @@ class SessionFile:
         """Count a malformed line; the first :data:`KEPT_LINE_PROBLEMS` are kept to be shown. A damaged file
         may be nothing but malformed lines: one kept each was 200 bytes a line (a 45 MB file of text held 340 MB)."""
         self.malformed_total += 1
-        if len(self.malformed) < KEPT_LINE_PROBLEMS:
+        if self.keeps_more_problems():
             self.malformed.append(LineProblem(lineno, reason))
+
+    def keeps_more_problems(self) -> bool:
+        """Whether a malformed line's reason would still be kept (a reader need not parse a line to find it)."""
+        return len(self.malformed) < KEPT_LINE_PROBLEMS

@@ -24,7 +24,7 @@ from hindsight_batch.session.jsonl import (
     parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
-from hindsight_batch.session.model import KEPT_LINE_PROBLEMS, EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 
 if TYPE_CHECKING:
     from hindsight_batch.interfaces import EntryVisitor
@@ -165,7 +165,7 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
                 if not entry(obj, line.lineno):
                     return result
                 continue
-            if len(result.malformed) == KEPT_LINE_PROBLEMS and holds_no_object(line):
+            if not result.keeps_more_problems() and holds_no_object(line):
                 result.malformed_total += 1  # its reason would not be shown: not parsed to find it
                 continue
             for item in parse_line(stream, line, fast_path_tried=True):
