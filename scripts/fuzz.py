@@ -8,7 +8,9 @@ process with an address-space limit; the parent gives every file a timeout. A cr
 killed by a signal (a segfault, the memory limit); a hang is a file past its timeout. The output of every file is
 searched for the seeded recall and hindsight-tool text (``samples/seeded-memory-markers.txt``) and the seeded
 secrets (``samples/seeded-secrets.txt``): a leak from a line the damage left intact is a finding ("intact"); one
-whose own line was damaged (its marker destroyed) is listed apart.
+whose own line was damaged (its marker destroyed) is listed apart. Most files get recall entries spliced in
+before the damage, and every file is then pruned (``prune-recall-messages --confirm``, on a copy) and checked
+against what pruning promises (:func:`prune_check`).
 
     .venv/bin/python scripts/fuzz.py [--files 2000] [--seed 13] [--timeout 30] [--keep DIR]
 """
@@ -349,11 +351,46 @@ KINDS: dict[str, Callable[[random.Random, Lines], Lines]] = {
 GIANT_KINDS = {"giant_string", "giant_nested", "giant_tiny_strings", "giant_number"}
 
 
-def mutate(rng: random.Random, source: bytes) -> tuple[bytes, list[str]]:
+INSERTED_RECALL = "FUZZ-RECALL"  # searched for in the output like the seeded markers
+
+
+def insert_recall(rng: random.Random, lines: Lines) -> Lines:
+    """Splice recall entries (both of pi's shapes) between entries and their children, as the live extension
+    leaves them: what ``prune-recall-messages`` then has to take out of the damaged file."""
+    for n in range(rng.randint(1, 3)):
+        entries = [(i, o) for i, o in _objects(lines) if i > 0 and isinstance(o.get("id"), str)]
+        if not entries:
+            return lines
+        i, parent = rng.choice(entries)
+        recall_id = f"fuzz-recall-{n}"
+        text = f"<hindsight_memories>{INSERTED_RECALL}</hindsight_memories>"
+        place = {"id": recall_id, "parentId": parent["id"], "timestamp": parent.get("timestamp")}
+        if rng.random() < 0.5:
+            recall = {"type": "custom_message", "customType": "hindsight-recall", "content": text, "display": False,
+                      **place}
+        else:
+            recall = {"type": "message", **place, "message": {"role": "custom", "customType": "hindsight-recall",
+                                                             "content": text, "display": False, "timestamp": 0}}
+        for j, child in _objects(lines[i + 1:]):
+            if child.get("parentId") == parent["id"]:  # its first child hangs off the recall now
+                child["parentId"] = recall_id
+                lines[i + 1 + j] = json.dumps(child, ensure_ascii=False, separators=(",", ":")).encode(
+                    "utf-8", "surrogatepass")
+                break
+        lines.insert(i + 1, json.dumps(recall, separators=(",", ":")).encode())
+    return lines
+
+
+def mutate(rng: random.Random, source: bytes) -> tuple[bytes, list[str], set[bytes]]:
+    """The damaged file, its kinds of damage, and the lines it had before the damage (recall spliced in)."""
     lines = source.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     kinds = []
+    if rng.random() < 0.6:
+        lines = insert_recall(rng, lines)
+        kinds.append("recall")
+    before = set(lines)
     for _ in range(1 if rng.random() < 0.7 else rng.randint(2, 4)):
         kind = rng.choice([k for k in KINDS if k not in GIANT_KINDS]) if rng.random() < 0.97 else rng.choice(
             sorted(GIANT_KINDS))
@@ -361,10 +398,56 @@ def mutate(rng: random.Random, source: bytes) -> tuple[bytes, list[str]]:
             continue
         lines = KINDS[kind](rng, lines or [b""])
         kinds.append(kind)
-    return b"\n".join(lines) + (b"\n" if rng.random() < 0.9 else b""), kinds
+    return b"\n".join(lines) + (b"\n" if rng.random() < 0.9 else b""), kinds, before
 
 
 # ---------------------------------------------------------------- the worker: one file at a time
+def _is_recall(obj: dict[str, Any]) -> bool:
+    """pi's two shapes of a recall entry (an independent reading of what prune-recall-messages removes)."""
+    message = obj.get("message") if obj.get("type") == "message" else obj
+    return isinstance(message, dict) and message.get("customType") == "hindsight-recall" and (
+        obj.get("type") == "custom_message" or message.get("role") in ("custom", "hookMessage"))
+
+
+def prune_check(path: Path) -> tuple[str, str | None]:
+    """``prune-recall-messages --confirm`` on a copy of ``path``: its status, and what broke, if anything. Its
+    promises: no file it cannot vouch for (``failed``), the original bytes as the backup, and the active path the
+    reader finds the old one minus the recall entries (a recall entry may stay neutralised, or where a glued
+    line hangs off it, which is reported)."""
+    from hindsight_batch.prune import prune_file
+    from hindsight_batch.session.reader import EntryCallback, read_session
+    from hindsight_batch.session.tree import active_path
+
+    copy = path.with_name(path.stem + ".pruned.jsonl")
+    original = path.read_bytes()
+    copy.write_bytes(original)
+    try:
+        def recall_ids(session_path: Path) -> tuple[list[str], set[str]]:
+            session = read_session(session_path, EntryCallback(lambda obj, node: _is_recall(obj)))
+            last = {e.id: e for e in session.entries}  # an id two lines share is the later one's, as in pi
+            return [e.id for e in active_path(session.entries)], {i for i, e in last.items() if e.payload}
+
+        before, recall = recall_ids(copy)
+        result = prune_file(copy, confirm=True, force=True)
+        if result.status == "failed":
+            return result.status, f"prune failed: {result.reason}"
+        if result.status != "pruned":
+            return result.status, None
+        if Path(result.backup or "").read_bytes() != original:
+            return result.status, "the backup is not the original"
+        after, left = recall_ids(copy)
+        if left and not any("glued line" in note for note in result.plan["left_alone"]):
+            return result.status, f"recall left unreported: {sorted(left)[:3]}"
+        stays = left | set(result.plan["neutralise"])
+        if after != [i for i in before if i not in recall or i in stays]:
+            return result.status, "the active path is not the old one minus the recall"
+        return result.status, None
+    finally:
+        for leftover in path.parent.glob(copy.name + "*"):
+            leftover.unlink()
+        copy.unlink(missing_ok=True)
+
+
 def worker() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     sys.path.insert(0, str(REPO))
@@ -387,7 +470,7 @@ def worker() -> None:
     }
     redactor = Redactor(b"fuzz-key")
     needles = [line for name in ("seeded-memory-markers.txt", "seeded-secrets.txt")
-               for line in (REPO / "samples" / name).read_text().splitlines() if line]
+               for line in (REPO / "samples" / name).read_text().splitlines() if line] + [INSERTED_RECALL]
     for request in sys.stdin:
         job = json.loads(request)
         path = Path(job["path"])
@@ -408,6 +491,9 @@ def worker() -> None:
                 result["status"] = "planned"
                 result["malformed"] = plan.session.malformed_total
                 result["leaks"] = [n for n in needles if n in text]
+            result["prune"], problem = prune_check(path)
+            if problem:
+                result = {"ok": False, "error": problem}
         except BaseException as exc:
             result = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -469,7 +555,7 @@ def main() -> None:
     worker_proc = Worker()
     for n in range(args.files):
         source = rng.choice(sources)
-        data, kinds = mutate(rng, originals[source])
+        data, kinds, original_lines = mutate(rng, originals[source])
         by_kind.update(kinds)
         path = folder / f"{n:05d}.jsonl"
         path.write_bytes(data)
@@ -491,8 +577,8 @@ def main() -> None:
                 worker_proc = Worker()
         else:
             counts[result["status"]] += 1
+            counts[f"prune {result['prune']}"] += 1
             counts["malformed lines"] += result.get("malformed", 0)
-            original_lines = set(originals[source].split(b"\n"))
             for needle in result.get("leaks", []):
                 holders = [line for line in data.split(b"\n") if needle.encode() in line]
                 intact = any(line in original_lines for line in holders)
@@ -503,6 +589,8 @@ def main() -> None:
     seconds = time.perf_counter() - started
     print(f"files {counts['files']} (sessions planned {counts['planned']}, not a session {counts['not-a-session']}, "
           f"malformed lines reported {counts['malformed lines']}) in {seconds:.0f} s, seed {args.seed}")
+    print(f"prune-recall-messages --confirm on each: pruned {counts['prune pruned']}, clean {counts['prune clean']}, "
+          f"not a session {counts['prune not-a-session']}")
     print(f"crashes {counts['crashes']}  hangs {counts['hangs']}  peak RSS {peak:.0f} MB "
           f"(files with a 9 MB line: {giant_peak:.0f} MB)")
     print(f"leaks of recall, hindsight-tool text or a seeded secret: {len(leaks_intact)} from intact lines, "

@@ -212,3 +212,44 @@ def test_every_pruned_file_loads_in_pi_without_exactly_the_recall_messages(
     assert reloaded["context"] == appended["context"]
     assert reloaded["context"][:-2] == after["context"]
     assert [texts_of(m) for m in reloaded["context"][-2:]] == [["appended by pi"], ["pi answered"]]
+
+
+@pytest.mark.parametrize("damage", ["cut, unterminated", "cut, terminated", "glued"])
+def test_a_last_line_pi_drops_is_not_taken_for_the_leaf_when_pruning(
+    pi: Path, runner: CliRunner, tmp_path: Path, damage: str
+) -> None:
+    """pi died while writing the answer to a recalled prompt on a branch the user went back to: the last line
+    starts as pi writes a message, but is cut short (or glued to another object), and pi drops it. The recall
+    entry is then pi's leaf, and removing it would make pi resume on the other branch: it must be neutralised,
+    and pi must see its context as before, without the recall. (A glued last line keeps the recall it hangs off,
+    as any glued line does, and is reported; before, it was taken for a whole line too.)"""
+    b = SessionBuilder()
+    b.user("first question")
+    a1 = b.assistant("first answer")
+    b.user("a side branch")
+    b.assistant("side answer")
+    b.raw(json.dumps({"type": "custom_message", "customType": "hindsight-recall", "content": "<hindsight_memories>"
+                      "PRUNE-ME</hindsight_memories>", "display": False, "id": "r1", "parentId": a1,
+                      "timestamp": "2026-05-01T11:00:00.000Z"}, separators=(",", ":")))
+    answer = json.dumps({"type": "message", "id": "a9", "parentId": "r1", "timestamp": "2026-05-01T11:00:01.000Z",
+                         "message": {"role": "assistant", "content": [{"type": "text", "text": "cut short"}]}},
+                        separators=(",", ":"))
+    b.raw(answer + '{"type":"custom","id":"g1","parentId":null}' if damage == "glued" else answer[:110])
+    path = b.write(tmp_path / "pruned" / "s.jsonl", trailing_newline=damage != "cut, unterminated")
+    before = tmp_path / "before" / "s.jsonl"
+    before.parent.mkdir()
+    shutil.copyfile(path, before)
+    result = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--force", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.output)["files"][0]
+    if damage == "glued":  # the glued object hangs off the recall: a glued line is never rewritten, so it stays
+        assert report["left_alone"] == ["line 6: kept, a glued line refers to it"]
+        assert path.read_bytes() == before.read_bytes()
+        return
+    assert report["neutralise"] == ["r1"]
+    original, after = pi_view(pi, before), pi_view(pi, path)
+    assert original["leafId"] == after["leafId"] == "r1"
+    assert [texts_of(m) for m in original["context"][:2]] == [["first question"], ["first answer"]]
+    assert len(original["context"]) == 3 and is_recall(original["context"][2])
+    assert after["context"] == [m for m in original["context"] if not is_recall(m)]
+    assert b"PRUNE-ME" not in path.read_bytes()

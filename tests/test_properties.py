@@ -219,3 +219,93 @@ def test_a_line_the_fast_path_refused_parses_the_same_without_orjson(data: bytes
     if parse_object(line) is not None:
         return
     assert parse_line(BytesIO(padded), line, fast_path_tried=True) == parse_line(BytesIO(padded), line)
+
+
+# -- prune-recall-messages: its index and its rewrite against the reader ---------------------------------------------
+
+LINE_KINDS = ["whole", "whole", "whole", "cut", "cut-unterminated", "glued", "text", "blank", "other-order"]
+
+
+@st.composite
+def damaged_sessions(draw: st.DrawFn) -> tuple[bytes, set[str]]:
+    """A v3 session of messages written as pi writes them (its key order), some of them recall, with lines cut
+    short, glued, of text, blank or in another key order among them, an id now and then used twice and a parent
+    now and then missing or the entry itself; and the ids of its recall entries (an id two lines share is the
+    later one's, as in pi)."""
+    lines = [json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2026-05-01T10:00:00.000Z",
+                         "cwd": "/w"}, separators=(",", ":")).encode() + b"\n"]
+    ids: list[str] = []
+    roles: dict[str, str] = {}
+    for n in range(draw(st.integers(1, 9))):
+        entry_id = draw(st.sampled_from(ids)) if ids and draw(st.integers(0, 7)) == 0 else f"m{n}"
+        role = draw(st.sampled_from(["user", "assistant", "custom"]))
+        message: dict[str, Any] = {"role": role, "content": [{"type": "text", "text": draw(TEXT)}]}
+        if role == "custom":
+            message.update(customType="hindsight-recall", content="<hindsight_memories>m</hindsight_memories>")
+        parent = draw(st.sampled_from([None, *ids[-3:], *ids[-3:], "nowhere", entry_id]))
+        entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-05-01T10:00:00.000Z",
+                 "message": message}
+        line = json.dumps(entry, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        kind = draw(st.sampled_from(LINE_KINDS))
+        if kind.startswith("cut"):  # pi killed mid-write, or a sync that spliced: it starts as a whole line does
+            line = line[: draw(st.integers(len(line) // 3, len(line) - 1))]
+        elif kind == "glued":
+            line += b'{"type":"custom","id":"g%d","parentId":null}' % n
+        elif kind == "text":
+            line = b"INFO served " + entry_id.encode()
+        elif kind == "blank":
+            line = b"  "
+        elif kind == "other-order":
+            line = json.dumps(dict(reversed(entry.items())), separators=(",", ":")).encode("utf-8", "surrogatepass")
+        if kind in ("whole", "other-order"):
+            ids.append(entry_id)
+            roles[entry_id] = role
+        lines.append(line + (b"" if kind == "cut-unterminated" else b"\n"))
+        if kind == "cut-unterminated":
+            break  # only the last line can be unterminated
+    return b"".join(lines), {i for i, role in roles.items() if role == "custom"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(damaged_sessions())
+def test_prunes_index_finds_the_entries_the_reader_finds(session: tuple[bytes, set[str]]) -> None:
+    """``prune-recall-messages`` reads most lines from their first bytes alone: whatever the damage, the entries it
+    finds (but for the objects of glued lines, which pi drops and it leaves alone) are the reader's, which are
+    pi's: a line cut short that starts as a whole one does is no entry."""
+    from hindsight_batch.prune.index import index_file
+
+    data, _recall = session
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        path.write_bytes(data)
+        version, found, problem = index_file(path, ("hindsight-recall",))
+        session_file = read_session(path)
+    assert (version, problem) == (3, None)
+    glued = set(session_file.glued_lines)
+    assert [(e.lineno, e.id, e.parent) for e in found if not e.glued] == [
+        (e.lineno, e.id, e.parent_id) for e in session_file.entries if e.lineno not in glued]
+
+
+@settings(max_examples=150, deadline=None)
+@given(damaged_sessions())
+def test_pruning_leaves_the_readers_active_path_minus_the_recall(session: tuple[bytes, set[str]]) -> None:
+    """After ``prune-recall-messages --confirm``, whatever the damage, reading the file gives the active path it
+    gave before without the recall entries. A recall entry stays only where a glued line's object hangs off it
+    (a glued line is never rewritten), and one that was the leaf may stay neutralised (same id, no recall)."""
+    from hindsight_batch.prune import prune_file
+    from hindsight_batch.prune.index import index_file
+
+    data, recall = session
+    glued_parents = {json.loads(line.split(b"}{")[0] + b"}").get("parentId")
+                     for line in data.split(b"\n") if b'}{"type":"custom","id":"g' in line}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        path.write_bytes(data)
+        before = [e.id for e in active_path(read_session(path).entries)]
+        result = prune_file(path, confirm=True, force=True)
+        after = [e.id for e in active_path(read_session(path).entries)]
+        left = {e.id for e in index_file(path, ("hindsight-recall",))[1] if e.recall and not e.glued}
+    assert result.status in ("pruned", "clean"), result.reason
+    assert left <= glued_parents
+    stays = left | set(result.plan["neutralise"])
+    assert after == [i for i in before if i not in recall or i in stays]

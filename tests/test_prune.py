@@ -204,6 +204,77 @@ def test_glued_malformed_blank_and_truncated_lines_stay_as_they_were(tmp_path: P
     assert path.read_bytes() == expected
 
 
+@pytest.mark.parametrize("chain", ["its parent is missing", "it is its own parent", "two recall in a cycle"])
+def test_a_recall_with_no_surviving_ancestor_leaves_its_child_a_root(tmp_path: Path, chain: str) -> None:
+    """A damaged tree: the recall's ancestors end at a parent no line has, or loop among recall entries. Its child
+    becomes a root (parentId null: pi's path ended there anyway), never a parent that does not resolve, and the
+    file is pruned, not refused by the check."""
+    b = SessionBuilder()
+    b.user("an earlier question")
+    parents = {"its parent is missing": ["lost"], "it is its own parent": ["r1"], "two recall in a cycle": ["r2", "r1"]}
+    for n, parent in enumerate(parents[chain], 1):
+        b.raw(recall_line(1 + n % 2, f"r{n}", parent))
+    b.leaf = "r1"
+    b.assistant("answer")
+    b.user("next")
+    path = b.write(tmp_path / "s.jsonl")
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    data = path.read_bytes()
+    assert b"PRUNE-ME" not in data
+    answer = json.loads(data.split(b"\n")[-3])
+    assert answer["message"]["content"][0]["text"] == "answer" and answer["parentId"] is None
+    assert [n.id for n in active_path(read_session(path).entries)] == [answer["id"], "e" + str(b.count)]
+
+
+def test_a_recall_line_whose_id_a_later_line_reuses_goes_too(tmp_path: Path) -> None:
+    """pi resolves an id two lines share to the later line, so no path reaches the earlier one; a recall there
+    is taken out all the same (its text would stay in the file), and the later line and its children stay."""
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.raw(recall_line(2, "dup", u1))
+    b.assistant("an answer that reuses the id", entry_id="dup", parent=u1)
+    b.user("next")
+    path = b.write(tmp_path / "s.jsonl")
+    before = [n.id for n in active_path(read_session(path).entries)]
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert result.plan["remove"] == ["dup"] and result.plan["relink"] == []
+    assert b"PRUNE-ME" not in path.read_bytes()
+    assert [n.id for n in active_path(read_session(path).entries)] == before == [u1, "dup", "e3"]
+
+
+@pytest.mark.parametrize("fault", ["a changed line that is not JSON", "the check itself fails"])
+def test_a_rewrite_the_check_cannot_vouch_for_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """Whatever goes wrong reading the new file back, the original is put back and the file is reported failed:
+    the run goes on to the next file, with nothing changed and no traceback."""
+    from hindsight_batch.prune import check
+
+    b, _u1, _a1 = question_recall_answer()
+    path = b.write(tmp_path / "s.jsonl")
+    original = path.read_bytes()
+    if fault == "the check itself fails":
+        monkeypatch.setattr(prune, "check_file", lambda *args: 1 / 0)
+    else:
+        real_plan = prune.plan_prune
+
+        def broken_plan(path: Path, types: Any = prune.DEFAULT_TYPES) -> prune.PrunePlan:
+            plan = real_plan(path, types)
+            relink = next(edit for edit in plan.edits if edit.replacement)
+            relink.replacement = relink.replacement[:-1]  # '"e1' where '"e1"' belongs: the line is cut
+            return plan
+
+        monkeypatch.setattr(prune, "plan_prune", broken_plan)
+        assert check.check_file is prune.check_file  # the real check reads the cut line back
+    result = confirm(path)
+    assert result.status == "failed"
+    assert "the original was put back" in (result.reason or "")
+    assert ("not JSON" if fault != "the check itself fails" else "ZeroDivisionError") in (result.reason or "")
+    assert path.read_bytes() == original
+
+
 def test_lines_of_text_stay_as_they_were_and_are_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A log spliced into a session, before its header too: the lines of text are copied byte for byte, the recall
     among them is removed and its child re-linked, and no line of text is parsed (they hold no JSON object: a
@@ -212,7 +283,8 @@ def test_lines_of_text_stay_as_they_were_and_are_not_parsed(tmp_path: Path, monk
 
     parsed: list[int] = []
     real = index.parse_line
-    monkeypatch.setattr(index, "parse_line", lambda stream, line: parsed.append(line.lineno) or real(stream, line))
+    monkeypatch.setattr(index, "parse_line",
+                        lambda stream, line, **kw: parsed.append(line.lineno) or real(stream, line, **kw))
     log = [f"2026-05-01 10:00:{i:02d} INFO served" if i % 2 else f"  {i}" for i in range(60)]
     b = SessionBuilder()
     b.lines[0:0] = log[:5]  # before the header: pi skips them too

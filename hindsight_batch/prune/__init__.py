@@ -135,7 +135,10 @@ def prune_file(
         install_with_backup(real, plan, first, backup, copy=first.st_nlink > 1)
     except PruneRefused as exc:
         return outcome("refused", plan.to_dict(), reason=str(exc))
-    problem_after = check_file(real, plan, backup, plan.entries)
+    try:
+        problem_after = check_file(real, plan, backup, plan.entries)
+    except Exception as exc:  # the new file is in place: whatever went wrong, the original goes back
+        problem_after = f"{type(exc).__name__} while reading it back, a bug in hindsight-batch"
     if problem_after:
         restore(backup, real, force=True, min_age=0)
         return outcome("failed", plan.to_dict(), str(backup),

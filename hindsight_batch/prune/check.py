@@ -49,7 +49,12 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
             if entry.offset in changed:
                 start = changed[entry.offset]
                 end = new_view.find(b"\n", start)
-                obj = json.loads(new_view[start : end if end != -1 else len(new_view)])
+                try:
+                    obj = json.loads(new_view[start : end if end != -1 else len(new_view)])
+                except ValueError:
+                    return f"the changed line at offset {start} is not JSON"
+                if not isinstance(obj, dict):
+                    return f"the changed line at offset {start} is not a JSON object"
                 entry = entry_of(obj, RawLine(entry.lineno, start, entry.length, None, 0, entry.length,
                                             entry.terminated), entry.seq, False, plan.types)
             survivors.append(entry)

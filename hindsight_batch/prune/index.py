@@ -8,11 +8,18 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch.session.jsonl import BIG_LINE_BYTES, Malformed, RawLine, holds_no_object, parse_line
+from hindsight_batch.session.jsonl import (
+    BIG_LINE_BYTES,
+    Malformed,
+    RawLine,
+    holds_no_object,
+    parse_line,
+    parse_object,
+)
 
 DEFAULT_TYPES = ("hindsight-recall",)
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
-# top-level fields, and _FAST reads a plain message line from that prefix alone (ids with no escapes).
+# top-level fields, and _FAST reads a plain message line's entry from that prefix (ids with no escapes).
 _FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
 
 
@@ -64,8 +71,8 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
     """Read ``path`` once: its version and an :class:`Entry` per object after the header.
 
     Lines that start in pi's own key order and hold no recall marker (nearly all of them) are indexed from that
-    prefix alone; a line that holds no JSON object (``holds_no_object``) is skipped unparsed; every other line is
-    parsed in full."""
+    prefix, once orjson has read the line as one object; a line that holds no JSON object (``holds_no_object``) is
+    skipped unparsed; every other line is parsed in full."""
     if path.stat().st_size == 0:
         return 0, [], "empty file"
     entries: list[Entry] = []
@@ -78,7 +85,7 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
         lineno = 0
         match = _FAST.match
         find = view.find
-        while offset < size:  # one line per turn, never copied unless it must be parsed
+        while offset < size:  # one line per turn
             end = find(b"\n", offset)
             terminated = end != -1
             if not terminated:
@@ -91,8 +98,15 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
             while next_marker < len(markers) and markers[next_marker] < offset:
                 next_marker += 1
             has_marker = next_marker < len(markers) and markers[next_marker] < end
-            fast = match(view, offset, end) if version and not has_marker else None
-            if fast is not None:
+            if view[offset] in b" \t\r" and not view[offset:end].strip():
+                offset = end + 1
+                continue
+            data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
+            line = RawLine(lineno, offset, length, data, 0, length, terminated)
+            fast = match(data) if version and not has_marker and data is not None else None
+            # The prefix alone says what the entry is, but not that the line is one: a line cut short (pi killed
+            # mid-write) or glued to another starts the same way, and pi drops it.
+            if fast is not None and parse_object(line) is not None:
                 raw_id, raw_parent = fast.group(1, 2)
                 entries.append(Entry(
                     len(entries), lineno, offset, length, terminated, False, raw_id.decode(),
@@ -100,15 +114,11 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                 ))
                 offset = end + 1
                 continue
-            if view[offset] in b" \t\r" and not view[offset:end].strip():
-                offset = end + 1
-                continue
-            data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
-            line = RawLine(lineno, offset, length, data, 0, length, terminated)
             if holds_no_object(line):  # malformed, copied as it is: nothing to index (a log may be nothing else)
                 offset = end + 1
                 continue
-            objects = [o for o in parse_line(stream, line) if not isinstance(o, Malformed)]
+            objects = [o for o in parse_line(stream, line, fast_path_tried=fast is not None)
+                       if not isinstance(o, Malformed)]
             for obj in (o.obj for o in objects):
                 if not version:
                     if obj.get("type") != "session" or not isinstance(obj.get("id"), str):

@@ -115,7 +115,9 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
     by_id = {e.id: e for e in entries if e.id is not None}
     old_path = path_to(entries[-1], by_id)
     plan.dangling_before = {e.id or "" for e in entries if e.parent is not None and e.parent not in by_id}
-    recall = {e.seq for e in entries if e.recall and e.id is not None and by_id.get(e.id) is e and not e.glued}
+    # Every recall line goes, also one whose id a later line reuses (pi resolves the id to the later one, so
+    # no path reaches it; its text would stay in the file).
+    recall = {e.seq for e in entries if e.recall and e.id is not None and not e.glued}
     for e in entries:
         if e.recall and e.glued:
             plan.left_alone.append(f"line {e.lineno}: recall inside a glued line (pi ignores that line)")
@@ -181,12 +183,20 @@ def _parent_span(path: Path, entry: Entry) -> tuple[int, int] | None:
 
 
 def _surviving_ancestor(entry: Entry, by_id: dict[str, Entry], removed: set[int]) -> str | None:
+    """The nearest ancestor that stays. None where there is none: the chain reaches a root, a parent no entry has,
+    or a cycle of removed entries; pi's path ended there anyway, and null is how a root says so (an id that does
+    not resolve would leave a dangling parent)."""
     parent = entry.parent
     seen: set[str] = set()
-    while parent is not None and parent in by_id and by_id[parent].seq in removed and parent not in seen:
+    while parent is not None and parent not in seen:
+        node = by_id.get(parent)
+        if node is None:
+            return None
+        if node.seq not in removed:
+            return parent
         seen.add(parent)
-        parent = by_id[parent].parent
-    return parent
+        parent = node.parent
+    return None
 
 
 def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int], keep: set[int]) -> Entry | None:
@@ -209,7 +219,8 @@ def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int]
 
 def _tree_changes(entries: list[Entry], by_id: dict[str, Entry], removed: set[int],
                   neutralise: set[int]) -> dict[int, dict[str, Any]]:
-    removed_ids = {entries[seq].id for seq in removed}
+    # The ids that no longer resolve (an id a removed line shares with a surviving later one still does).
+    removed_ids = {e.id for e in (entries[seq] for seq in removed) if by_id.get(e.id or "") is e}
     changes: dict[int, dict[str, Any]] = {}
     for entry in entries:
         if entry.seq in removed:
