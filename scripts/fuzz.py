@@ -411,9 +411,9 @@ def _is_recall(obj: dict[str, Any]) -> bool:
 
 def prune_check(path: Path) -> tuple[str, str | None]:
     """``prune-recall-messages --confirm`` on a copy of ``path``: its status, and what broke, if anything. Its
-    promises: no file it cannot vouch for (``failed``), the original bytes as the backup, and the active path the
-    reader finds the old one minus the recall entries (a recall entry may stay neutralised, or where a glued
-    line hangs off it, which is reported)."""
+    promises: no file it cannot vouch for (``failed``), the original bytes as the backup, and, as pi reads the file
+    (the reader's view with glued lines dropped), no recall entry left and the active path the old one minus the
+    recall entries (a recall entry that was the leaf may stay neutralised)."""
     from hindsight_batch.prune import prune_file
     from hindsight_batch.session.reader import EntryCallback, read_session
     from hindsight_batch.session.tree import active_path
@@ -423,7 +423,12 @@ def prune_check(path: Path) -> tuple[str, str | None]:
     copy.write_bytes(original)
     try:
         def recall_ids(session_path: Path) -> tuple[list[str], set[str]]:
-            session = read_session(session_path, EntryCallback(lambda obj, node: _is_recall(obj)))
+            """pi's active path and recall entries: the reader's, with glued lines dropped as pi drops them."""
+            glued = set(read_session(session_path).glued_lines)
+            as_pi = path.with_name(path.stem + ".as-pi.jsonl")
+            as_pi.write_bytes(b"\n".join(b"" if n in glued else line
+                                         for n, line in enumerate(session_path.read_bytes().split(b"\n"), 1)))
+            session = read_session(as_pi, EntryCallback(lambda obj, node: _is_recall(obj)))
             last = {e.id: e for e in session.entries}  # an id two lines share is the later one's, as in pi
             return [e.id for e in active_path(session.entries)], {i for i, e in last.items() if e.payload}
 
@@ -436,16 +441,15 @@ def prune_check(path: Path) -> tuple[str, str | None]:
         if Path(result.backup or "").read_bytes() != original:
             return result.status, "the backup is not the original"
         after, left = recall_ids(copy)
-        if left and not any("glued line" in note for note in result.plan["left_alone"]):
-            return result.status, f"recall left unreported: {sorted(left)[:3]}"
+        if left:
+            return result.status, f"recall left: {sorted(left)[:3]}"
         stays = left | set(result.plan["neutralise"])
         if after != [i for i in before if i not in recall or i in stays]:
             return result.status, "the active path is not the old one minus the recall"
         return result.status, None
     finally:
-        for leftover in path.parent.glob(copy.name + "*"):
-            leftover.unlink()
-        copy.unlink(missing_ok=True)
+        for leftover in [*path.parent.glob(copy.name + "*"), path.with_name(path.stem + ".as-pi.jsonl")]:
+            leftover.unlink(missing_ok=True)
 
 
 def worker() -> None:

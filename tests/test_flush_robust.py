@@ -230,3 +230,20 @@ def test_a_dead_letter_without_an_id_is_not_known_by_a_hash_of_its_secret(
     written = (tmp_path / "s1.auto.dead.jsonl").read_text()
     assert hashlib.sha256(line.encode()).hexdigest()[:32] not in written and SECRET not in written
     assert dead["id"].startswith("line-sha256:") and queue.read_text() == ""
+
+
+def test_a_line_queued_twice_is_two_jobs_sent_and_dead_lettered_each(tmp_path: Path, server: FakeServer) -> None:
+    """The extension sends each line of its queue; a line written twice (the same id, or in the pi-queues layout
+    the same bytes) is two jobs. Sending the first must not take the second out of the queue unsent, and two
+    that must never go are two dead letters."""
+    twice = job("the same turn, queued twice")
+    flat = {"sessionId": "s1", "bankId": "bank", "content": f"key {SECRET}", "document_id": "d",
+            "update_mode": "append"}
+    queue = write_lines(tmp_path / "s1.auto.jsonl", [json.dumps(twice), json.dumps(twice), json.dumps(flat),
+                                                     json.dumps(flat), json.dumps(job("after them"))])
+    report = QueueFlusher(server.client(), Redactor(b"k"), Upload()).flush(queue)
+    assert (report.jobs, report.sent, report.dead_lettered, report.left) == (5, 3, 2, 0)
+    assert [i["content"] for i in server.accepted] == ["the same turn, queued twice"] * 2 + ["after them"]
+    dead = side(queue, "dead")
+    assert len(dead) == 2 and len({d["id"] for d in dead}) == 2 and SECRET not in json.dumps(dead)
+    assert queue.read_text() == ""

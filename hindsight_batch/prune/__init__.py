@@ -25,7 +25,8 @@ How it stays safe:
 * **Only the bytes that must change.** The new file is the old one with removed lines cut out and changed
   values replaced in place (a re-pointed ``parentId`` is swapped as a byte span when the line starts with pi's own
   key order, otherwise the line is re-serialized compactly with its key order and non-ASCII text). Blank,
-  malformed and glued lines are copied as they are; a change that would need a glued line rewritten is not made.
+  malformed and glued lines are copied as they are: pi drops each of them whole, so none is an entry of the tree
+  the plan works on (a glued object may keep pointing at a removed entry; recall inside one is reported).
 * **Atomic, with a backup.** The new content goes to an unnamed temporary file in the same folder (``O_TMPFILE``,
   so a kill leaves nothing behind), is fsynced, given the original's permissions, owner and mtime (pi picks "the
   newest session" by mtime), and renamed over the original, the folder fsynced (:func:`hindsight_batch.fsutil.

@@ -49,8 +49,9 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
             if entry.offset in changed:
                 start = changed[entry.offset]
                 end = new_view.find(b"\n", start)
-                try:
-                    obj = json.loads(new_view[start : end if end != -1 else len(new_view)])
+                line = new_view[start : end if end != -1 else len(new_view)]
+                try:  # as pi reads it: invalid UTF-8 as U+FFFD (a line the plan changed may hold some)
+                    obj = json.loads(line.decode("utf-8", "replace"))
                 except ValueError:
                     return f"the changed line at offset {start} is not JSON"
                 if not isinstance(obj, dict):
@@ -58,16 +59,17 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
                 entry = entry_of(obj, RawLine(entry.lineno, start, entry.length, None, 0, entry.length,
                                             entry.terminated), entry.seq, False, plan.types)
             survivors.append(entry)
-    by_id = {e.id: e for e in survivors if e.id is not None}
-    if any(e.recall for e in survivors if not e.glued and e.seq not in plan.kept):
+    visible = [e for e in survivors if not e.glued]  # what pi loads: it drops a glued line whole
+    by_id = {e.id: e for e in visible if e.id is not None}
+    if any(e.recall for e in visible if e.seq not in plan.kept):
         return "a recall entry is still there"
-    old_ids = {e.id for e in entries}
-    if any(e.type == "label" and e.target_id in old_ids and e.target_id not in by_id for e in survivors):
+    old_ids = {e.id for e in entries if not e.glued}
+    if any(e.type == "label" and e.target_id in old_ids and e.target_id not in by_id for e in visible):
         return "a label still points at a removed entry"
-    dangling = {e.id or "" for e in survivors if e.parent is not None and e.parent not in by_id and not e.glued}
+    dangling = {e.id or "" for e in visible if e.parent is not None and e.parent not in by_id}
     if dangling - plan.dangling_before:
         return f"parentId does not resolve for {sorted(dangling - plan.dangling_before)[:5]}"
-    new_path = [e.id or "" for e in path_to(survivors[-1], by_id)] if survivors else []
+    new_path = [e.id or "" for e in path_to(visible[-1], by_id)] if visible else []
     if new_path != plan.expected_path:
         return "the active path is not the old one minus the removed entries"
     return None

@@ -112,19 +112,24 @@ def _plan_v1(plan: PrunePlan, entries: list[Entry]) -> None:
 
 
 def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
-    by_id = {e.id: e for e in entries if e.id is not None}
-    old_path = path_to(entries[-1], by_id)
-    plan.dangling_before = {e.id or "" for e in entries if e.parent is not None and e.parent not in by_id}
-    # Every recall line goes, also one whose id a later line reuses (pi resolves the id to the later one, so
-    # no path reaches it; its text would stay in the file).
-    recall = {e.seq for e in entries if e.recall and e.id is not None and not e.glued}
     for e in entries:
         if e.recall and e.glued:
             plan.left_alone.append(f"line {e.lineno}: recall inside a glued line (pi ignores that line)")
-    labels = [e for e in entries if e.type == "label" and e.target_id is not None]
-    keep: set[int] = set()  # entries that must stay: a line that would have to change cannot be rewritten
+    # pi drops a glued line whole: the tree is the other lines', and a glued line is neither changed nor counted
+    # (an object in it may keep pointing at a removed entry, where pi never reads it).
+    visible = [e for e in entries if not e.glued]
+    if not visible:
+        return
+    by_id = {e.id: e for e in visible if e.id is not None}
+    leaf = visible[-1]  # where pi resumes
+    old_path = path_to(leaf, by_id)
+    plan.dangling_before = {e.id or "" for e in visible if e.parent is not None and e.parent not in by_id}
+    # Every recall line goes, also one whose id a later line reuses (pi resolves the id to the later one, so
+    # no path reaches it; its text would stay in the file).
+    recall = {e.seq for e in visible if e.recall and e.id is not None}
+    labels = [e for e in visible if e.type == "label" and e.target_id is not None]
+    keep: set[int] = set()  # entries that must stay: a label that cannot be removed refers to them
     neutralise: set[int] = set()
-    leaf = entries[-1]
     while True:  # each turn keeps or neutralises one more entry, so this ends
         removed = recall - keep - neutralise
         stuck = _drop_labels([e for e in labels if e.seq not in neutralise], by_id, removed, keep)
@@ -132,17 +137,9 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
             keep.add(stuck.seq)
             plan.left_alone.append(f"line {stuck.lineno}: kept, a label that cannot be removed refers to it")
             continue
-        changes = _tree_changes(entries, by_id, removed, neutralise)
-        blocked = {seq for seq in changes if entries[seq].glued}
-        if blocked:  # a removal whose consequences would need a glued line rewritten is not made
-            parents = {p.seq for p in (by_id.get(entries[seq].parent or "") for seq in blocked)
-                       if p is not None and p.seq in removed} or set(removed)
-            keep |= parents
-            plan.left_alone += [f"line {entries[seq].lineno}: kept, a glued line refers to it" for seq in parents]
-            continue
         # The active leaf: if it is removed and pi would then resume elsewhere, neutralise it instead.
         if leaf.seq in removed:
-            survivors = [e for e in entries if e.seq not in removed]
+            survivors = [e for e in visible if e.seq not in removed]
             if survivors and survivors[-1].id != _surviving_ancestor(leaf, by_id, removed):
                 neutralise.add(leaf.seq)
                 continue
@@ -202,7 +199,7 @@ def _surviving_ancestor(entry: Entry, by_id: dict[str, Entry], removed: set[int]
 def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int], keep: set[int]) -> Entry | None:
     """Add to ``removed`` every label whose target is removed (pi's last label for an entry wins, so moving one
     onto another entry would overwrite that entry's own label). Returns a target that must stay instead, when
-    such a label cannot be removed (inside a glued line, sharing its id, or itself kept)."""
+    such a label cannot be removed (sharing its id, or itself kept)."""
     grew = True
     while grew:  # a label on a dropped label goes too
         grew = False
@@ -210,7 +207,7 @@ def _drop_labels(labels: list[Entry], by_id: dict[str, Entry], removed: set[int]
             target = by_id.get(label.target_id or "")
             if label.seq in removed or target is None or target.seq not in removed:
                 continue
-            if label.glued or label.seq in keep or by_id.get(label.id or "") is not label:
+            if label.seq in keep or by_id.get(label.id or "") is not label:
                 return target
             removed.add(label.seq)
             grew = True
@@ -223,7 +220,7 @@ def _tree_changes(entries: list[Entry], by_id: dict[str, Entry], removed: set[in
     removed_ids = {e.id for e in (entries[seq] for seq in removed) if by_id.get(e.id or "") is e}
     changes: dict[int, dict[str, Any]] = {}
     for entry in entries:
-        if entry.seq in removed:
+        if entry.seq in removed or entry.glued:  # a glued line is never changed: pi drops it whole
             continue
         values: dict[str, Any] = {}
         if entry.parent in removed_ids:

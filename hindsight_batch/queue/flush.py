@@ -191,7 +191,8 @@ class QueueFlusher:
         # by a hash of its redacted line instead (still the same across runs, for append_lines).
         own_id = isinstance(job.raw.get("id"), str) and job.raw["id"]
         redacted_line = self._redacted(job.line.decode("utf-8", "replace"))
-        record["id"] = job.key if own_id else "line-sha256:" + hashlib.sha256(redacted_line.encode()).hexdigest()[:32]
+        line_key = "line-sha256:" + hashlib.sha256(redacted_line.encode()).hexdigest()[:32]
+        record["id"] = job.key if own_id else line_key + (f"#{job.repeat + 1}" if job.repeat else "")
         record["deadLetteredAt"] = now_iso()
         record["lastError"] = self._redacted(reason)
         return record

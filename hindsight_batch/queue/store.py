@@ -50,13 +50,14 @@ def now_iso() -> str:
 class Job:
     """One queued retain, in either layout, normalised; ``raw`` is the line's object as found."""
 
-    key: str  # the job's id, or a hash of its line when the layout has none
+    key: str  # the job's id, or a hash of its line when the layout has none; unique in its queue (read_queue)
     bank_id: str
     item: dict[str, Any]  # a MemoryItem for the server: content, context, timestamp, document_id, …
     raw: dict[str, Any]
     line: bytes
     retries: int = 0
     surrogates: int = 0  # lone surrogates replaced by U+FFFD in ``item`` (a JS string cut mid-pair holds one)
+    repeat: int = 0  # how many earlier lines of its queue had the same id (or, without one, the same bytes)
 
     @property
     def document_id(self) -> str | None:
@@ -171,14 +172,25 @@ class QueueContents:
 
 
 def read_queue(path: Path) -> QueueContents:
+    """The jobs and the malformed lines of a queue file. Each line is a job, as the extension sends each: one that
+    repeats an earlier one's id (or, without ids, its bytes) is keyed ``<key>#2``, ``#3``…, so that sending one
+    never takes the other out of the queue unsent."""
     contents = QueueContents()
     data = path.read_bytes() if path.exists() else b""
+    keys: set[str] = set()
     for line in data.split(b"\n"):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-            contents.jobs.append(parse_job(obj, line))
+            job = parse_job(obj, line)
+            key = job.key
+            while key in keys:
+                job.repeat += 1
+                key = f"{job.key}#{job.repeat + 1}"
+            keys.add(key)
+            job.key = key
+            contents.jobs.append(job)
         except RecursionError:
             contents.malformed.append((line, "nested too deeply to be a job"))
         except Exception as exc:  # whatever a line holds, it is this line's problem, never the queue's
