@@ -26,12 +26,29 @@ class UsageError(HindsightBatchError):
     exit_code = EXIT_USAGE
 
 
+# A run of a token's alphabet this long, letters and digits both: no configuration key is one, a pasted credential
+# is (an error names the key it stops at, and must not print a credential written where a key name belongs).
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_+/=-]{20,}")
+
+
+def _shown_key(key: str) -> str:
+    def cut(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if not (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)):
+            return token
+        return f"{token[:4]}…({len(token)} characters, not shown: a credential?)"
+
+    return _TOKEN_LIKE.sub(cut, key)
+
+
 class ConfigError(HindsightBatchError):
-    """A configuration file, variable or flag is invalid. The message names the source and the key."""
+    """A configuration file, variable or flag is invalid. The message names the source and the key (a key that
+    looks like a credential only by its first characters)."""
 
     exit_code = EXIT_CONFIG
 
     def __init__(self, source: str, key: str, problem: str) -> None:
+        key = _shown_key(key)
         self.source = source
         self.key = key
         self.problem = problem

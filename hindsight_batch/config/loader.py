@@ -79,6 +79,39 @@ def _origin(origins: Mapping[str, str], dotted: str) -> str:
     return DEFAULT_SOURCE
 
 
+def _key_path(data: Any, loc: tuple[int | str, ...]) -> str:
+    """The dotted key of a validation error's location, as the user wrote it: the parts of ``loc`` that are keys
+    (or list positions) of ``data``, without the names pydantic gives a union's members (``list[str]``)."""
+    parts: list[str] = []
+    node = data
+    for part in loc:
+        is_key = isinstance(node, dict) and part in node
+        if not is_key and not (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
+            continue
+        node = node[part]
+        parts.append(str(part))
+    return ".".join(parts)
+
+
+def _writer(layers: list[Layer], origins: Mapping[str, str], dotted: str) -> str:
+    """The source of the value at ``dotted`` that failed validation. The merge records where each scalar came
+    from; an object where a scalar belongs (``"baseUrl": {}``) has no record of its own, so the last layer that
+    wrote that key is found in the layers themselves."""
+    found = _origin(origins, dotted)
+    if found != DEFAULT_SOURCE or not dotted:
+        return found
+    for layer in reversed(layers):
+        node: Any = layer.data
+        for part in dotted.split("."):
+            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        if node is not _MISSING:
+            return _label(layer, dotted)
+    return found
+
+
+_MISSING = object()
+
+
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, last = dotted.split(".")
     node = data
@@ -287,11 +320,13 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     unused: list[str] = []
     found: dict[str, list[str]] = {}
     found_in_projects: dict[str, list[str]] = {}
+    merged_layers: list[Layer] = []
     for layer in layers:
         if layer.kind == PROJECT:
             layer, dropped = _restrict(layer)
             warnings += dropped
         _merge(merged, layer, layer.data, origins, "")
+        merged_layers.append(layer)
         unused += [f"{layer.source}: {key}" for key in layer.unused]
         for family in layer.families:
             (found_in_projects if layer.kind == PROJECT else found).setdefault(family, []).append(layer.source)
@@ -306,11 +341,11 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         error = exc.errors()[0]
-        dotted = ".".join(str(part) for part in error["loc"])
+        dotted = _key_path(merged, error["loc"])
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key (check the spelling; unknown keys are never ignored)"
-        raise ConfigError(_origin(origins, dotted), dotted or "(top level)", message) from None
+        raise ConfigError(_writer(merged_layers, origins, dotted), dotted or "(top level)", message) from None
     files = [Path(layer.source) for layer in layers if not layer.source.startswith(("env ", "flag "))]
     # Your own files decide whose configuration is in use; a project's files only where yours say nothing, so a
     # cloned repository carrying the other extension's file does not change the rule (or stop the run).

@@ -175,8 +175,9 @@ class Settings(_Section):
         try:
             parts = urlsplit(value)
             host, _ = parts.hostname, parts.port  # .port raises on a port that is not a number
-        except ValueError as exc:
-            raise ValueError(f"not a usable URL ({exc})") from None
+        except ValueError:  # its message quotes the port, which may be anything pasted there
+            raise ValueError("not a usable URL (its port is not a number from 0 to 65535, or its IPv6 address "
+                             "is malformed)") from None
         if not host or any(c.isspace() for c in value):
             raise ValueError("must be an http:// or https:// URL with a host, e.g. http://localhost:8888")
         return value.rstrip("/")
