@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
@@ -271,7 +271,7 @@ def _queue_banks(path: str, _mtime_ns: int, _size: int) -> dict[str, frozenset[s
                 if number >= 1_000_000:
                     break
                 try:
-                    obj = json.loads(line)
+                    obj = jsoncodec.loads(line)  # whatever the extension's file holds: never a RecursionError
                 except ValueError:
                     continue
                 if not isinstance(obj, dict) or not isinstance(obj.get("bankId"), str):
@@ -316,8 +316,10 @@ def persisted_recall_bank(session_file: Path) -> str | None:
                 if b"hindsight-recall" not in line or b"bankId" not in line:
                     continue
                 try:
-                    obj = json.loads(line)
+                    obj = jsoncodec.loads(line)
                 except ValueError:
+                    continue
+                if not isinstance(obj, dict):
                     continue
                 message = obj.get("message") if isinstance(obj.get("message"), dict) else obj
                 details = message.get("details") if isinstance(message, dict) else None

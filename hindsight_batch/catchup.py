@@ -15,10 +15,10 @@ Unlike a deliberate import (which, as the seeds say, ignores session modes), cat
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.session.names import node_path
 
 
@@ -39,7 +39,8 @@ class CatchUpVerdict(NamedTuple):
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The extension's JSON file; whatever it holds, a failure to read it is an OSError or a ValueError."""
+    return jsoncodec.loads(path.read_bytes())
 
 
 def session_mode(cwd: str, session_file: Path) -> str:

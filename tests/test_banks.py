@@ -245,6 +245,24 @@ def test_a_recorded_bank_that_differs_from_the_derived_one_skips_the_session(
     assert rows == [] and "old-bank" in summary["sessions_skipped"][0]["reason"]
 
 
+def test_junk_in_the_extensions_queue_does_not_fail_the_sessions_import(
+    runner: CliRunner, tmp_path: Path, isolated_home: Path
+) -> None:
+    """A line nested deeper than the parser's recursion limit, or a JSON array naming recall, in the extension's
+    queue made the session's import fail every run (a RecursionError blamed on the session file). The lines that
+    say something are read; the rest is skipped."""
+    write_json(isolated_home / ".hindsight" / "config.json", {"bankStrategy": "per-repo"})
+    kept = session_in(tmp_path, tmp_path / "gone", "s-gone")
+    with kept.open("a") as session:
+        session.write('["hindsight-recall", "bankId"]\n')
+    queue = isolated_home / ".hindsight" / "pi-queues" / "s-gone.auto.jsonl"
+    write_json(queue, None, "[" * 100_000 + "]" * 100_000 + "\n" + '{"bankId": ' * 3000 + "\n" +
+               json.dumps({"sessionId": "s-gone", "bankId": "recorded-bank", "content": "x"}) + "\n")
+    rows, summary = import_rows(runner, tmp_path, kept)
+    assert summary["failed_files_total"] == 0, summary["failed_files"]
+    assert {r["bank_id"] for r in rows} == {"recorded-bank"}
+
+
 def test_git_is_run_read_only(tmp_path: Path) -> None:
     work = repo(tmp_path / "w", "git@github.com:acme/widget.git")
     before = sorted(p.name for p in (work / ".git").iterdir())
