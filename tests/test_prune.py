@@ -227,6 +227,24 @@ def test_a_recall_with_no_surviving_ancestor_leaves_its_child_a_root(tmp_path: P
     assert [n.id for n in active_path(read_session(path).entries)] == [answer["id"], "e" + str(b.count)]
 
 
+def test_a_child_nested_past_the_standard_librarys_limit_is_re_pointed(tmp_path: Path) -> None:
+    """orjson reads 1,024 levels, the standard library 1,000 by default: a child of recall nested in between, not
+    in pi's key order (so re-serialized), made planning raise RecursionError (exit 70)."""
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.raw(recall_line(1, "r1", u1))
+    deep = "[" * 1010 + "]" * 1010
+    b.raw('{"id":"a3","type":"message","parentId":"r1","message":{"role":"user","content":"x","d":' + deep + "}}")
+    b.leaf = "a3"
+    b.user("next")
+    path = b.write(tmp_path / "s.jsonl")
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert result.plan["relink"] == [{"id": "a3", "from": "r1", "to": u1}]
+    assert [n.id for n in active_path(read_session(path).entries)] == [u1, "a3", "e2"]
+    assert b"[" * 1010 + b"]" * 1010 in path.read_bytes()
+
+
 def test_a_recall_line_whose_id_a_later_line_reuses_goes_too(tmp_path: Path) -> None:
     """pi resolves an id two lines share to the later line, so no path reaches the earlier one; a recall there
     is taken out all the same (its text would stay in the file), and the later line and its children stay."""

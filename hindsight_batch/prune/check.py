@@ -3,12 +3,11 @@ label on a removed entry left, and the active path the old one minus the removed
 
 from __future__ import annotations
 
-import json
 import mmap
 from pathlib import Path
 
 from hindsight_batch.prune.index import Entry, entry_of, path_to
-from hindsight_batch.prune.plan import PrunePlan
+from hindsight_batch.prune.plan import PrunePlan, read_line_as_pi
 from hindsight_batch.prune.write import CHUNK, regions
 from hindsight_batch.session.jsonl import RawLine
 
@@ -50,8 +49,8 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
                 start = changed[entry.offset]
                 end = new_view.find(b"\n", start)
                 line = new_view[start : end if end != -1 else len(new_view)]
-                try:  # as pi reads it: invalid UTF-8 as U+FFFD (a line the plan changed may hold some)
-                    obj = json.loads(line.decode("utf-8", "replace"))
+                try:
+                    obj = read_line_as_pi(line)
                 except ValueError:
                     return f"the changed line at offset {start} is not JSON"
                 if not isinstance(obj, dict):

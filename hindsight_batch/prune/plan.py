@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,11 +251,29 @@ def _json_bytes(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("utf-8")
 
 
+@contextlib.contextmanager
+def nesting_room() -> Iterator[None]:
+    """Room for the standard library to read and write back a line as deeply nested as an entry can be: orjson
+    reads up to 1,024 levels, past the default recursion limit of 1,000 (such a line is still one pi reads)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def read_line_as_pi(data: bytes) -> Any:
+    """One line's JSON as pi reads it (invalid UTF-8 as U+FFFD), however deeply an entry nests."""
+    with nesting_room():
+        return json.loads(data.decode("utf-8", "replace"))
+
+
 def _rewrite(path: Path, entry: Entry, values: dict[str, Any]) -> Edit:
     """Re-serialize one line with ``values`` applied, keeping key order and non-ASCII text."""
     with path.open("rb") as stream:
         stream.seek(entry.offset)
-        obj = json.loads(stream.read(entry.length).decode("utf-8", "replace"))
+        obj = read_line_as_pi(stream.read(entry.length))
     if values.pop("__neutralise__", False):
         kind = "label" if obj.get("type") == "label" else "recall"
         obj = {"type": "custom", "customType": f"hindsight-{kind}-pruned", "data": {},
@@ -263,5 +283,6 @@ def _rewrite(path: Path, entry: Entry, values: dict[str, Any]) -> Edit:
             obj.pop(key, None)  # absent, not null: pi omits optional keys (parentId stays, null for a root)
         else:
             obj[key] = value
-    return Edit(entry.offset, entry.length, _json_bytes(obj))
+    with nesting_room():
+        return Edit(entry.offset, entry.length, _json_bytes(obj))
 
