@@ -93,6 +93,9 @@ def _key_path(data: Any, loc: tuple[int | str, ...]) -> str:
     return ".".join(parts)
 
 
+_MISSING = object()
+
+
 def _writer(layers: list[Layer], origins: Mapping[str, str], dotted: str) -> str:
     """The source of the value at ``dotted`` that failed validation. The merge records where each scalar came
     from; an object where a scalar belongs (``"baseUrl": {}``) has no record of its own, so the last layer that
@@ -108,8 +111,6 @@ def _writer(layers: list[Layer], origins: Mapping[str, str], dotted: str) -> str
             return _label(layer, dotted)
     return found
 
-
-_MISSING = object()
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
