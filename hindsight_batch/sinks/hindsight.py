@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import httpx
 
-from hindsight_batch import __version__
+from hindsight_batch import __version__, jsoncodec
 from hindsight_batch.errors import ServerError
 from hindsight_batch.masking import mask, remember_secret
 from hindsight_batch.polling import Backoff
@@ -86,10 +86,16 @@ def _bank(bank_id: str) -> str:
     return f"/v1/default/banks/{quote(bank_id, safe='')}"
 
 
+def _json(response: httpx.Response) -> Any:
+    """The answer's JSON, parsed as any JSON from outside is (:func:`jsoncodec.loads`): whatever the body, a failure
+    is a ValueError (a body nested past the recursion limit raised RecursionError, an internal error)."""
+    return jsoncodec.loads(response.content)
+
+
 def _detail(response: httpx.Response) -> str:
     """The server's error detail, masked: it is printed, and stored in the ledger and in queue files."""
     try:
-        body = response.json()
+        body = _json(response)
     except ValueError:
         return mask(response.text[:500])
     detail = body.get("detail", body) if isinstance(body, dict) else body
@@ -197,7 +203,7 @@ class HindsightClient:
         request = response.request
         where = f"{request.method} {request.url.path}"
         try:
-            data = response.json()
+            data = _json(response)
         except ValueError:
             kind = response.headers.get("Content-Type", "no content type").split(";")[0]
             raise BadAnswer(f"not a Hindsight server at {self._base_url}: {where} answered HTTP "
@@ -229,9 +235,13 @@ class HindsightClient:
                 return
             data = self._object(response, "items")
             items = data.get("items") or []
+            total = data.get("total") or 0
+            if not all(isinstance(item, dict) for item in items) or not isinstance(total, int):
+                raise BadAnswer(f"not a Hindsight server at {self._base_url}: its document list answered JSON of "
+                                "another shape")
             yield from items
             offset += len(items)
-            if not items or offset >= int(data.get("total") or 0):
+            if not items or offset >= total:
                 return
 
     def documents(self, bank_id: str, page_size: int = 100) -> Iterator[dict[str, Any]]:
