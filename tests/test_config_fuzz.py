@@ -29,6 +29,9 @@ VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.di
     st.text(max_size=5), inner, max_size=3), max_leaves=8)
 
 
+ANY_VALUE_TEXT = VALUES.map(json.dumps)
+
+
 def _paths(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every key path of the defaults: where a user could write a value."""
     found = [prefix] if prefix else []
@@ -77,6 +80,8 @@ def config_files(draw: st.DrawFn) -> tuple[str, bytes]:
 @example(("config.json", json.dumps({"apiKey": SECRET, "baseUrl": {"k": SECRET}}).encode()))  # object for a string
 @example(("config.json", json.dumps({"apiKey": SECRET, "import": {"branches": {}}}).encode()))
 @example(("config.json", json.dumps({"apiKey": SECRET, "observationScopes": {"k": 1}}).encode()))  # a union
+@example(("config.json", b'{"strip":' * 5000 + b"1" + b"}" * 5000))  # past the parser's recursion limit
+@example(("hindsight.jsonc", b"[" * 100_000 + b"]" * 100_000))
 def test_any_config_file_resolves_or_names_file_and_key_without_repeating_the_key(file: tuple[str, bytes]) -> None:
     name, text = file
     with tempfile.TemporaryDirectory() as folder:
@@ -91,6 +96,18 @@ def test_any_config_file_resolves_or_names_file_and_key_without_repeating_the_ke
             assert SECRET not in message and SECRET[:12] not in message, message
         else:
             assert isinstance(resolved.settings, Settings)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["HINDSIGHT_RETAIN_CONTENT", "HINDSIGHT_STRIP", "HINDSIGHT_TOOL_FILTER",
+                        "HINDSIGHT_OBSERVATION_SCOPES"]),
+       st.sampled_from(["[" * 100_000, "{" * 3000, '{"user": [' + "[" * 5000 + "]" * 5000 + "]}", "[1,", "NaN", SECRET])
+       | ANY_VALUE_TEXT)
+def test_any_json_in_an_environment_variable_resolves_or_names_it(name: str, value: str) -> None:
+    try:
+        ConfigResolver(env={name: value}).for_cwd(None)
+    except ConfigError as exc:
+        assert exc.source == f"env {name}" and SECRET not in str(exc)
 
 
 JSONC_NOISE = st.sampled_from([" ", "\n", "\t", "// a comment, with \"quotes\" and /* */\n", "/* block\n , */",

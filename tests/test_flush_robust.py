@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,3 +248,19 @@ def test_a_line_queued_twice_is_two_jobs_sent_and_dead_lettered_each(tmp_path: P
     dead = side(queue, "dead")
     assert len(dead) == 2 and len({d["id"] for d in dead}) == 2 and SECRET not in json.dumps(dead)
     assert queue.read_text() == ""
+
+
+def test_a_stale_lock_whose_owner_file_is_junk_is_taken_over(tmp_path: Path, server: FakeServer) -> None:
+    """The owner file of a lock left behind can hold anything (a crash mid-write, a disk fault): unreadable, it
+    names no live owner, so the stale lock is taken over as any other; it must not stop the queue."""
+    queue = write_lines(tmp_path / "q.jsonl", [json.dumps(job("after a junk lock"))])
+    lock = queue.with_name(queue.name + ".lock")
+    lock.mkdir()
+    (lock / "owner").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    old = time.time() - 120
+    for path in (lock / "owner", lock):
+        os.utime(path, (old, old))
+    report = QueueFlusher(server.client(), Redactor(b"k"), Upload()).flush(queue)
+    assert not report.failed, report.errors
+    assert report.sent == 1 and [i["content"] for i in server.accepted] == ["after a junk lock"]
+    assert not lock.exists()

@@ -18,12 +18,12 @@ key stays an error (S8).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.errors import ConfigError
 
 HINDSIGHT_PI = "hindsight-pi"
@@ -199,7 +199,7 @@ def _hp_value(key: str, value: Any, label: str) -> Any:
         return [part.strip() for part in value.split(",") if part.strip()]
     if isinstance(value, str) and value.strip().startswith(("{", "[")):
         try:
-            return json.loads(value)
+            return jsoncodec.loads(value)
         except ValueError:
             raise ConfigError(label, f"host.pi.{key}", "a JSON string that does not parse") from None
     return value
@@ -314,7 +314,7 @@ def env_layer(env: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
         value = env.get(name)
         if value:
             try:
-                put(name, dotted, json.loads(value))
+                put(name, dotted, jsoncodec.loads(value))
             except ValueError as exc:
                 raise ConfigError(f"env {name}", dotted, f"not valid JSON: {exc}") from None
     ref = env.get("HINDSIGHT_API_KEY_REF")

@@ -15,7 +15,6 @@ there with a warning naming the file and the key.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.config import families
 from hindsight_batch.config.model import EXTENSION_ONLY_KEYS, Settings
 from hindsight_batch.errors import LONE_SURROGATE, ConfigError, without_surrogates
@@ -141,9 +141,9 @@ def _parse(path: Path, jsonc: bool = False) -> dict[str, Any]:
                 if data is None:
                     raise
         elif kind == "JSONC":
-            data = json.loads(families.strip_jsonc(text))
+            data = jsoncodec.loads(families.strip_jsonc(text))
         else:
-            data = json.loads(text)
+            data = jsoncodec.loads(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError is one too
         raise ConfigError(label, "(file)", f"not valid {kind}: {exc}") from exc
     if not isinstance(data, dict):

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, without_surrogates
 from hindsight_batch.fsutil import replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
@@ -225,7 +226,7 @@ def _pid_alive(pid: object) -> bool:
 
 def _read_owner(lock: Path) -> dict[str, Any]:
     try:
-        data = json.loads((lock / "owner").read_text())
+        data = jsoncodec.loads((lock / "owner").read_bytes())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
