@@ -106,8 +106,8 @@ def test_hints_for_a_batch_are_the_hints_of_each_text() -> None:
     literals = {lit for group in redactor._gates.values() for lit in group}
     assert batch == [frozenset(lit for lit in literals if lit in t) for t in texts]  # every literal, searched plainly
     assert batch[-10] == frozenset() and batch[-8] == frozenset({"token", "token="})
-    assert batch[-5] == frozenset({"pwd", "password", "private-key"})
-    assert batch[-3] == frozenset({"akia", "authorization"})
+    assert batch[-5] == frozenset({"pass", "pw", "pwd", "password", "private-key"})
+    assert batch[-3] == frozenset({"akia", "auth", "authorization"})
     assert all(batch[i] for i in range(len(CASES)))
 
 
@@ -185,7 +185,10 @@ EXPECTED_RULE = {
     "databricks": "databricks-token", "shopify": "shopify-token", "discord-bot": "discord-bot-token",
     "telegram-bot": "telegram-bot-token", "heroku": "heroku-key", "docker-auth": "docker-auth",
     "password-assignment": "secret-assignment", "generic-secret": "secret-assignment",
-    "generic-token": "secret-assignment",
+    "generic-token": "secret-assignment", "discord-webhook": "discord-webhook", "age-secret-key": "age-secret-key",
+    "google-oauth-secret": "google-oauth-secret", "service-token": "service-token",
+    "uuid-credential": "secret-assignment", "pass-name": "secret-assignment", "purpose-key": "secret-assignment",
+    "cli-password": "cli-password",
 }
 
 
@@ -275,6 +278,28 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "the tokenizer is cl100k_base",
         'expect(headers.Authorization).toBe("Bearer test-api-key-123")',
         "max_tokens: 4096",
+        # Names that hold a secret only as a whole part of a name, and command-line flags that are not passwords:
+        "mkdir -p build && ssh -p 2222 deploy@host",
+        "docker run -p 8080:80 -u 1000 app:latest",
+        "git push -u origin main",
+        "curl -u $JENKINS_USER:$JENKINS_TOKEN https://ci.example.com/api/json",
+        "mysql -u root -p shop < dump.sql",
+        'mysql -p"$MYSQL_PWD" shop',
+        'sshpass -p "$SSHPASS" ssh deploy@host',
+        "gzip -9 build.tar && unzip -o dist.zip",
+        "redis-cli -h cache -p 6379 ping",
+        "all tests pass 3a4b5c6d7e now",
+        "the auth flow v2abc3 works",
+        "bypass=Qz7Lm2Xp9Vk4",
+        "author: Qz7Lm2Xp9Vk4",
+        "DESIGN_KEY=Qz7Lm2Xp9Vk4RtYh5N",
+        "hotkey=Qz7Lm2Xp9Vk4RtYh5N",
+        "sort_key=Qz7Lm2Xp9Vk4RtYh5N",
+        '{"ClientToken": "123e4567-e89b-12d3-a456-426614174000"}',
+        "request_id=123e4567-e89b-12d3-a456-426614174000",
+        "pass: true",
+        "pw = getpass.getpass()",
+        "signing_key_path: /etc/keys/signing.pem",
     ],
 )
 def test_code_references_hashes_uuids_paths_and_placeholders_are_not_secrets(text: str) -> None:
@@ -290,12 +315,38 @@ def test_code_references_hashes_uuids_paths_and_placeholders_are_not_secrets(tex
         "token: 8f3kQ2pLx9Vn4mRt7YwZ1cBd",
         "use secret aB3dE5gH7jK9mN1pQ3sT5vX7 for the webhook",
         "mysql -u root --password=Tr0ub4dor-x93 shop",
+        # No prefix, no "password": a short name as a whole part of a name, a key named for its purpose, a UUID
+        # under a credential's name, a password given to a command.
+        "DB_PASS=Qz7Lm2Xp9Vk4RtYh5N",
+        '{"smtp_pw": "Blue!Blue983"}',
+        "openssl rsa -in key.pem -passin pass:Qz7Lm2Xp9Vk4",
+        "AUTH=Qz7Lm2Xp9Vk4RtYh5N",
+        "export ENCRYPTION_KEY=q83vEhX2b9bKpLm4RtZ8wN3bJ6fD1gH5",
+        "const masterKey = 'Zq8vLm3pT9xR2wKdYh5NbV';",
+        "HEROKU_API_KEY=9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0",
+        "//registry.npmjs.org/:_authToken=9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0",
+        "mysql -h db -u root -pS3cretPa55wordZ9 shop",
+        "docker login -u bot --password Qz7Lm2Xp9Vk4RtYh5N ghcr.io",
+        "curl -u 'admin:Qz7Lm2Xp9Vk4' https://jenkins.example.com",
+        "my wifi pass is Blue!Blue983",
     ],
 )
 def test_secrets_without_a_prefix_are_found_by_keyword_and_entropy(text: str) -> None:
     findings = Findings()
     out = Redactor(b"k").redact_text(text, findings)
     assert "[REDACTED:" in out and findings, out
+
+
+@pytest.mark.parametrize(("key", "secret"), [
+    ("dbPass", True), ("DB_PW", True), ("x-auth", True), ("creds", True), ("signingKey", True),
+    ("JWT_SIGNING_KEY", True), ("api_key", True), ("compass", False), ("author", False), ("hotkey", False),
+    ("sort_key", False), ("Passenger", False), ("keyPath", False),
+])
+def test_a_string_under_an_object_key_is_judged_by_the_keys_name(key: str, secret: bool) -> None:
+    """Tool-call arguments are redacted as structures: the key's name decides whether its string is a secret."""
+    value = {key: "Qz7Lm2Xp9Vk4RtYh5N"}
+    out = Redactor(b"k").redact_value(value, Findings())
+    assert (out != value) is secret, out
 
 
 def test_false_redactions_on_real_sessions_stay_under_one_per_megabyte() -> None:

@@ -22,11 +22,13 @@ from typing import Any, AnyStr
 from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.rules import (
     _KEYWORDS,
+    _WHOLE_PART_NAMES,
     RULES,
     SECRET_KEY_NAME,
     Rule,
     looks_secret,
     private_url_rule,
+    secret_key_name,
 )
 from hindsight_batch.redaction.values import shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
@@ -58,10 +60,11 @@ _SHAPE_GAP = (
 )
 _SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
-_SHAPE_PASSWORD = re.compile(rb"(?:password|passwd|passphrase|pwd)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")
+_SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
 # The rest of the JSON string, then `":` (an object key). Unrolled ([^"\\]*+ runs at charset speed), not
 # (?:[^"\\]|\\.)*+, which steps one character per alternation: same language, a quarter of the time.
-_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb')[^"\\]*+(?:\\.[^"\\]*+)*+":')
+_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
+                        + rb')[^"\\]*+(?:\\.[^"\\]*+)*+":')  # (the whole-part names anywhere: a superset)
 
 
 def marker(rule_id: str) -> str:
@@ -202,9 +205,12 @@ class Redactor:
             return True
         for lit in hints:
             needle = lit.encode()
+            whole_part = lit in _WHOLE_PART_LITERALS
             pos = lowered.find(needle)
             while pos != -1:
-                if (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
+                if whole_part and not _whole_part_at(data, pos, len(needle)):
+                    pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
+                elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
                         or _SHAPE_KEY.match(lowered, pos)):
                     return True
                 pos = lowered.find(needle, pos + 1)
@@ -295,11 +301,12 @@ class Redactor:
         return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept)
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
-        value = match.group(rule.group)  # accepted already (:meth:`_matches`)
+        group = rule.group if rule.group >= 0 else match.lastindex or 0  # -1: the one group of the branch that matched
+        value = match.group(group)  # accepted already (:meth:`_matches`)
         self._found(findings, rule.id, value)
-        if rule.group == 0:
+        if group == 0:
             return marker(rule.id)
-        start, end = match.span(rule.group)
+        start, end = match.span(group)
         whole_start = match.start(0)
         whole = match.group(0)
         return whole[: start - whole_start] + marker(rule.id) + whole[end - whole_start :]
@@ -406,6 +413,21 @@ class Redactor:
 
 
 _NONE: frozenset[str] = frozenset()
+_WHOLE_PART_LITERALS = frozenset({"pass", "pw", "auth", "cred"})  # (rules._WHOLE_PART_NAMES' short names)
+
+
+def _whole_part_at(data: bytes, pos: int, length: int) -> bool:
+    """Whether the short name at ``pos`` of the (ASCII) serialized record may be one the keyword rule takes: it
+    starts a part of a name (rules._starts_a_part) and no lowercase letter goes on from it but a plural "s" (the
+    rule refuses a keyword that starts a longer word; password and the like are literals of their own)."""
+    if pos > 0:
+        before = data[pos - 1 : pos]
+        if before.isalnum() and not (data[pos : pos + 1].isupper() and not before.isupper()):
+            return False
+    after = data[pos + length : pos + length + 1]
+    if after.islower():
+        return after == b"s" and not data[pos + length + 1 : pos + length + 2].islower()
+    return True
 
 
 def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[Any]) -> list[set[Any]]:
@@ -431,4 +453,4 @@ def _first(text: AnyStr, gate: Any, start: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_key(key: object) -> bool:
-    return bool(SECRET_KEY_NAME.search(str(key)))
+    return secret_key_name(str(key))

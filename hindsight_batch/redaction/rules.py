@@ -29,6 +29,7 @@ from fnmatch import fnmatchcase
 
 from hindsight_batch.redaction.values import CODE as _CODE
 from hindsight_batch.redaction.values import (
+    character_classes,
     is_code_or_reference,
     is_placeholder,
     is_self_describing,
@@ -49,7 +50,7 @@ class Rule:
     id: str
     anchors: tuple[str, ...]
     pattern: re.Pattern[str]
-    group: int = 0  # the group that holds the secret (0: the whole match)
+    group: int = 0  # the group that holds the secret (0: the whole match; -1: the last group that matched)
     accept: Callable[[re.Match[str]], bool] | None = None  # a second look at a candidate, to spare ordinary code
     prefilter: tuple[str, ...] = ()
 
@@ -59,19 +60,46 @@ class Rule:
         return self.prefilter or self.anchors
 
 
-_PASSWORD_WORD = re.compile(r"pass|pwd", re.I)
+_PASSWORD_WORD = re.compile(r"pass|pw", re.I)
 
 
 def looks_secret(value: str, key: str = "") -> bool:
     """For a string under a secret-sounding key in a structure (``{"password": "hunter22"}``)."""
-    return secret_value(value, password=bool(_PASSWORD_WORD.search(key)), quoted=True)
+    return secret_value(value, password=bool(_PASSWORD_WORD.search(key)), quoted=True,
+                        uuid=_UUID_NAME.search(key) is not None)
 
 
+# What a key's name says it is for, when the key is a secret: SIGNING_KEY, encryptionKey, MASTER_KEY (not a sort
+# key, a primary key or a public one). Each is also where a match starts: few and distinctive, since every
+# literal costs each batch of records a little more to search.
+_KEY_PURPOSES = (
+    "encrypt", "encryption", "decrypt", "decryption", "signing", "master", "hmac", "jwt", "cipher", "crypto",
+    "license", "licence", "webhook", "consumer", "recovery", "session", "shared",
+)
+_KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt", "cipher", "crypto", "licen",
+                         "webhook", "consumer", "recovery", "session", "shared")
+# Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
+# SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
+_WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
 SECRET_KEY_NAME = re.compile(
-    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential"
-    r"|cookie|authorization|bearer|(?:^|[_\-.])auth(?:$|[_\-.])|basic[_-]?auth",
+    r"password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"|credential|cookie|authorization|bearer|basic[_-]?auth",
     re.I,
 )
+# The whole-part names as a part of a key: DB_PASS, x-auth, "pw", creds, SIGNING_KEY, signing.key; in camelCase
+# (dbPass, signingKey, authKey). Not bypass, author, hotkey, sort_key.
+_PART_KEY_NAME = re.compile(rf"(?:^|[_\-.\s])(?:{_WHOLE_PART_NAMES})(?=$|[_\-.\s])", re.I)
+_CAMEL_KEY_NAME = re.compile(
+    r"(?:^|(?<=[a-z0-9]))(?:Pass|Pw|Auth|Creds?|(?:" + "|".join(p.capitalize() for p in _KEY_PURPOSES) + r")Key)"
+    r"(?=$|[A-Z0-9_\-.])"
+    r"|^(?:(?:pass|pw|auth|creds?)(?=[A-Z0-9])|(?:" + "|".join(_KEY_PURPOSES) + r")Key(?=$|[A-Z0-9_\-.]))"
+)
+
+
+def secret_key_name(key: str) -> bool:
+    """Whether an object key names a secret (its string value is then judged whole)."""
+    return bool(SECRET_KEY_NAME.search(key) or _PART_KEY_NAME.search(key) or _CAMEL_KEY_NAME.search(key))
+
 
 _HOST_END = re.compile(r"[/:?#]")
 _PRIVATE_SUFFIXES = (".internal", ".local", ".lan", ".corp", ".intranet", ".home.arpa", ".private")
@@ -141,13 +169,18 @@ def _docker_auth(match: re.Match[str]) -> bool:
 # Keywords whose value is a secret: the keyword rules' alternation and literals (lowercase).
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-    r"|credentials?|bearer|basic[ _-]?auth"
+    rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}"
 )
 _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
-    "basic-auth", "basicauth", "basic auth",
+    "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
+    *_KEY_PURPOSE_LITERALS,
 )
+_WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
+# A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
+_UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
+                        r"|(?:^|[_\-.\s])token", re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",
@@ -163,11 +196,47 @@ _HEX = re.compile(r"[0-9a-fA-F]{7,128}")
 _HASH_WORDS = ("commit", "sha", "rev", "hash", "digest", "checksum", "etag", "integrity")
 
 
+def _name_before(text: str, start: int) -> str:
+    """The part of a name that stands before ``start`` (DB_ of DB_PASS), at most 32 characters."""
+    begin = start
+    while begin > max(0, start - 32) and (text[begin - 1].isalnum() or text[begin - 1] in "_-."):
+        begin -= 1
+    return text[begin:start]
+
+
+def _starts_a_part(text: str, start: int) -> bool:
+    """Whether a name part begins at ``start``: after no letter or digit, or in camelCase (dbPass)."""
+    if start == 0 or not text[start - 1].isalnum():
+        return True
+    return text[start].isupper() and not text[start - 1].isupper()
+
+
+_COPULA = re.compile(r"[ \t](?:is|was|are)[ \t]", re.I)
+
+
+def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
+    """A whole-part name (pass, pw, auth, creds, SIGNING_KEY) names a secret when it starts a part of a name and is
+    assigned (DB_PASS=v), a flag (--pass v), or, in prose, a key's name (the SIGNING_KEY v) or said to be it (my
+    wifi pass is v): "tests pass 3 of 4" and "auth flow v2" are ordinary words."""
+    if not _starts_a_part(match.string, match.start()):
+        return False
+    if match.group(3) is not None or match.string.endswith("-", 0, match.start()):
+        return True
+    if keyword[-3:].lower() == "key" and (keyword[-4] in "_-" or keyword[-3] == "K"):
+        return True
+    if keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3:
+        return True  # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c"
+    return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
+
+
 def _keyword_value(match: re.Match[str]) -> bool:
     """The keyword rule's second look: is the name a secret's name, and is its value a secret?"""
     value = match.group(5)
     if len(value) < 6:
         return False
+    keyword = match.group(1)
+    if _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
+        return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
     rest = match.group(2)
     if rest:
         if rest[0].islower() and not (rest[0] == "s" and (len(rest) == 1 or not rest[1].islower())):
@@ -178,9 +247,10 @@ def _keyword_value(match: re.Match[str]) -> bool:
         before = match.string[max(0, match.start() - 24) : match.start()].lower()
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
-    keyword = match.group(1)
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=match.group(3) is None)
+    name = _name_before(match.string, match.start()) + keyword + rest
+    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=match.group(3) is None,
+                        uuid=_UUID_NAME.search(name) is not None)
 
 
 _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
@@ -189,6 +259,56 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
 # value never runs into the next "key=value" of a query string (and "=" only as padding at the end).
 _VALUE = (r"((?(4)[^\s\"'`]{4,1024}+|(?:[^\s\"',;{}\[\]()<>`=:&]|[:&](?![\w.\-]{1,64}+[=:])){4,1024}+)"
           r"={0,3}+)")
+
+_SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
+_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|[^\s'"|;&<>]{1,256}+)"""
+
+
+def _cli(commands: str, flag: str) -> str:
+    """A command (its name ends there), up to sixteen words, then ``flag`` (which ends with the value's group)."""
+    return rf"(?:{commands})(?![\w\-])(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]++{flag}"
+
+
+_CLI_PASSWORD = "|".join((
+    _cli(r"mysql(?:dump|admin|import|check|pump|sh)?|mariadb(?:-dump|-admin|-import|-check)?", "-p" + _CLI_VALUE),
+    _cli(r"sshpass", r"-p[ \t]*+" + _CLI_VALUE),
+    _cli(r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]++registry|az)[ \t]++login",
+         r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
+    _cli(r"redis-cli", r"-a[ \t]++" + _CLI_VALUE),
+    _cli(r"ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)", r"-w[ \t]*+" + _CLI_VALUE),
+    _cli(r"sqlcmd|bcp|osql", r"-P[ \t]*+" + _CLI_VALUE),
+    _cli(r"zip|unzip|zipcloak", r"-P[ \t]++" + _CLI_VALUE),
+    _cli(r"7z|7za|7zr|rar|unrar", "-p" + _CLI_VALUE),
+    _cli(r"ssh-keygen", r"-[NP][ \t]*+" + _CLI_VALUE),
+    _cli(r"openssl", r"-k[ \t]++" + _CLI_VALUE),
+    _cli(r"mongo(?:sh|dump|restore|export|import|stat|top)?", r"-p[ \t]++" + _CLI_VALUE),
+    _cli(r"curl", r"""(?:-u|--user|--proxy-user|-U)[ \t]*+['"]?[^\s:'"]{0,128}+:""" + _CLI_VALUE),
+    _cli(r"keytool|jarsigner", r"-(?:src|dest)?(?:store|key)pass[ \t]++" + _CLI_VALUE),
+    _cli(r"lftp", r"-u[ \t]++[^\s,]{1,128}+," + _CLI_VALUE),
+    _cli(r"smbclient", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
+    # htpasswd -b [other flags] FILE USER PASSWORD
+    r"htpasswd(?=[^\n|;&]{0,64}?[ \t]-[a-zA-Z]{0,7}b)(?:[ \t]++-[a-zA-Z]{1,8}+){1,4}+"
+    r"(?:[ \t]++[^\s\-][^\s]{0,256}+){2}[ \t]++" + _CLI_VALUE,
+))
+# Where a match starts (lowercase). A short command name is looked for with the blank after it: "7z", "rar" or
+# "bcp" alone occur in ordinary words and random ids, and every record holding one would go through the rules.
+_CLI_COMMANDS = (
+    "mysql", "mariadb", "sshpass", "docker login", "podman login", "nerdctl login", "buildah login", "skopeo login",
+    "oras login", "helm registry login", "az login", "redis-cli", "ldap", "sqlcmd", "bcp ", "osql ", "zip ",
+    "unzip ", "zipcloak", "7z ", "7za ", "7zr ", "rar ", "unrar ", "ssh-keygen", "openssl", "mongo ", "mongosh",
+    "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
+    "jarsigner", "lftp ", "smbclient", "htpasswd",
+)
+
+
+def _cli_password(match: re.Match[str]) -> bool:
+    """A password on a command line, unless it is a reference, a placeholder or another flag ($MYSQL_PWD, -)."""
+    before = match.string[match.start() - 1 : match.start()]
+    if before and (before.isalnum() or before in "-_./"):
+        return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
+    value = match.group(match.lastindex or 0).strip("\"'`")
+    return len(value) >= 4 and not value.startswith("-") and _url_credential(match)
+
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -302,6 +422,29 @@ RULES: tuple[Rule, ...] = (
         ("eyj",),
         _c(rf"{_NB}eyJ[A-Za-z0-9_\-]{{8,8192}}+\.eyJ[A-Za-z0-9_\-]{{8,8192}}+\.[A-Za-z0-9_\-]{{0,8192}}+"),
     ),
+    Rule("discord-webhook", ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
+         _c(r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/[A-Za-z0-9_\-]{60,100}+")),
+    Rule("age-secret-key", ("age-secret-key-1",), _c(rf"{_NB}AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{{52,64}}{_NA}")),
+    Rule("google-oauth-secret", ("gocspx-",), _c(rf"{_NB}GOCSPX-[A-Za-z0-9_\-]{{28,32}}{_NA}")),
+    Rule(
+        "service-token",
+        ("lin_api_", "gsk_", "xai-", "pplx-", "r8_", "tvly-", "nvapi-", "sntrys_", "sntryu_", "glsa_", "dckr_pat_",
+         "atatt3", "figd_", "sq0atp-", "sq0csp-", "ntn_", "hvs.", "hvb.", "sbp_", "pscale_", "dp.pt.", "dp.st.",
+         "dp.sa.", "dp.ct.", "rnd_", "fm1_", "fm2_"),
+        _c(
+            rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
+            rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
+            rf"|nvapi-[A-Za-z0-9_\-]{{60,70}}|sntrys_[A-Za-z0-9+/=_\-]{{40,300}}+|sntryu_[a-f0-9]{{64}}"
+            rf"|glsa_[A-Za-z0-9]{{32}}_[a-fA-F0-9]{{8}}|dckr_pat_[A-Za-z0-9_\-]{{27,40}}"
+            rf"|ATATT3[A-Za-z0-9_\-=]{{150,300}}+|figd_[A-Za-z0-9_\-]{{38,44}}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{{22,43}}"
+            rf"|ntn_[0-9]{{11}}[A-Za-z0-9]{{32,40}}|hv[sb]\.[A-Za-z0-9_\-]{{24,200}}+|sbp_[a-f0-9]{{40}}"
+            rf"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.\-]{{32,64}}|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{{40,44}}"
+            rf"|rnd_[A-Za-z0-9]{{32}}|fm[12]_[A-Za-z0-9+/=_\-]{{40,2048}}+){_NA}"
+        ),
+    ),
+    # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
+    # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
+    Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
     Rule(
         "url-credentials",
         ("://",),

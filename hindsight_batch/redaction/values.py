@@ -93,7 +93,8 @@ def _random_segment(segment: str) -> bool:
             and any(c.isdigit() for c in segment))
 
 
-def _classes(value: str) -> int:
+def character_classes(value: str) -> int:
+    """How many of lower case, upper case, digits and other characters ``value`` holds."""
     return (
         any(c.islower() for c in value)
         + any(c.isupper() for c in value)
@@ -103,15 +104,19 @@ def _classes(value: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)  # hostile input repeats one value a million times
-def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False) -> bool:
+def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False, uuid: bool = False) -> bool:
     """Whether ``value``, found after a secret-sounding word, is a secret.
 
     ``password``: the word was password/passwd/pwd/passphrase (people choose those: a lower bar); ``quoted``: the
     value was a string literal (so it cannot be a bare identifier of code); ``prose``: the value followed the word
-    without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar)."""
+    without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar); ``uuid``:
+    the name says a credential (an API key, a password, an auth token), so a UUID there is one (Heroku API keys,
+    npm's legacy tokens) rather than an id."""
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
     if len(value) < (6 if password else 8):
         return False
+    if uuid and _UUID.fullmatch(value):
+        return not is_placeholder(value)
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
@@ -132,7 +137,7 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
     if _ENV_NAME.fullmatch(value):
         return False  # "KIMCHI_API_KEY": a name even inside quotes
     entropy = shannon_entropy(value)
-    classes = _classes(value)
+    classes = character_classes(value)
     if prose:
         # After a bare word, only what cannot be English: letters with digits (checked above), long and random;
         # after "password", a chosen one too ("Blue!Blue983": every kind of character, a little less random).
