@@ -480,11 +480,16 @@ def test_the_shape_gate_lets_every_secret_through_to_the_slow_pass(shape: str) -
         "my_very_long_name_of_an_api_token_value := 'xK9vB2nM5qL8wE3r'", "token r\"QwErTyUiOpAsDfGhJkLz\"",
         "credentials: ZmFrZWNyZWRlbnRpYWxzMTIzNDU2", "bearer abcdefghijklmnopqrstuvwxyz123",
         "token: abcdefgh\u0663\u0664\u0665\u0666", "to\u212aen: abc123def456ghi",  # digits and a "k" not ASCII
+        # Short names as a part of a name: after a separator, in camelCase, in the plural, as a flag, in prose.
+        "creds=Qz7Lm2Xp9Vk4RtYh5N", "const dbPass = 'Qz7Lm2Xp9Vk4'", "auths: Qz7Lm2Xp9Vk4RtYh5N",
+        "myPw: Blue!Blue983", "X-Auth: Qz7Lm2Xp9Vk4RtYh5N", "the db pass Rocket#Winter8639", "--pass Qz7Lm2Xp9Vk4",
+        "SMTP_PASS\t=\tBlue!Blue983", "dbPASS=Qz7Lm2Xp9Vk4", "SIGNING_KEY=Qz7Lm2Xp9Vk4RtYh5NbV",
     ]
     values = [{"github_token_for_the_deploy_pipeline_of_production": "abc def ghi jkl mno pqr"},
               {"token": "abc def ghi jkl mno pqr stu"},
               {"Cookie": "session=AbCdEfGh12345678"}, {"password": "correct horse battery"},
-              {'token "of" the deploy': "abc def ghi jkl mno pqr stu"}]  # an escaped quote inside the key
+              {'token "of" the deploy': "abc def ghi jkl mno pqr stu"},  # an escaped quote inside the key
+              {"dbPass": "Qz7Lm2Xp9Vk4"}, {"creds": "Qz7Lm2Xp9Vk4RtYh5N"}, {"signingKey": "Qz7Lm2Xp9Vk4RtYh5N"}]
     checked = 0
     for text in texts:
         if shape == "text":
@@ -507,7 +512,9 @@ def test_the_shape_gate_skips_keyword_prose() -> None:
     through the slow pass (keyword-dense sessions were redacted at a third of the speed of others)."""
     redactor = Redactor(b"key")
     for text in ["the token budget is spent", "keep the secret key out of the logs, see password reset",
-                 "api key rotation: done", "token: none", "password is short"]:
+                 "api key rotation: done", "token: none", "password is short",
+                 "5 tests passed in 3.2s, 0 failed", "bypass 3 checks with compass v2",
+                 "the author 2024 and credit 12"]:
         changed, passed = _gated(redactor, {"role": "user", "content": [{"type": "text", "text": text}]})
         assert not changed and not passed, text
 

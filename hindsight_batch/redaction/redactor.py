@@ -178,7 +178,13 @@ class Redactor:
         for index, rule in enumerate(self._rules):
             for lit in rule.literals:
                 self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
-        self._gates = _probes(_gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()}))
+        # The keyword rule's words ("token", "secret", "pass") are in most records of some sessions: their gates are
+        # grouped apart, so that such a record is not also searched for every other literal of a group.
+        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
+        keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
+        keyword_only = {lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,)}
+        apart = {gate: lits for gate, lits in gates.items() if not keyword_only.isdisjoint(lits)}
+        self._gates = {**_probes(apart), **_probes({g: lits for g, lits in gates.items() if g not in apart})}
         self._byte_gates = {
             _byte_probe(gate): tuple(lit.encode() for lit in lits) for gate, lits in self._gates.items()
         }
@@ -188,8 +194,7 @@ class Redactor:
             gate: tuple((lit, lit.decode(), lit == gate) for lit in lits) for gate, lits in self._byte_gates.items()
         }
         # Literals only the keyword rule looks for: a record holding no others may pass the shape gate.
-        keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
-        self._keyword_only = frozenset(lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,))
+        self._keyword_only = frozenset(keyword_only)
 
     def needs_redaction(self, data: bytes, hints: frozenset[str]) -> bool:
         """Whether a serialized record (UTF-8 JSON) with these :meth:`hints_each_utf8` hints may hold a secret:
