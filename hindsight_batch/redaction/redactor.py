@@ -213,7 +213,7 @@ class Redactor:
             whole_part = lit in _WHOLE_PART_LITERALS
             pos = lowered.find(needle)
             while pos != -1:
-                if whole_part and not _whole_part_at(data, pos, len(needle)):
+                if whole_part and not _whole_part_at(data, pos, lit):
                     pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
                 elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
                         or _SHAPE_KEY.match(lowered, pos)):
@@ -418,21 +418,29 @@ class Redactor:
 
 
 _NONE: frozenset[str] = frozenset()
-_WHOLE_PART_LITERALS = frozenset({"pass", "pw", "auth", "cred"})  # (rules._WHOLE_PART_NAMES' short names)
+# rules._WHOLE_PART_NAMES' short names (their literals), with what the rule's name may go on with: passcode, creds.
+_WHOLE_PART_LITERALS = {"pass": (b"code", b""), "pw": (b"",), "auth": (b"",), "cred": (b"s", b"")}
 
 
-def _whole_part_at(data: bytes, pos: int, length: int) -> bool:
-    """Whether the short name at ``pos`` of the (ASCII) serialized record may be one the keyword rule takes: it
-    starts a part of a name (rules._starts_a_part) and no lowercase letter goes on from it but a plural "s" (the
-    rule refuses a keyword that starts a longer word; password and the like are literals of their own)."""
+def _whole_part_at(data: bytes, pos: int, lit: str) -> bool:
+    """Whether the short name ``lit`` at ``pos`` of the (ASCII) serialized record may be one the keyword rule
+    takes: it starts a part of a name (rules._starts_a_part) and, after the rule's longer form of it (passcode,
+    creds) and a plural "s", no lowercase letter goes on (the rule refuses a keyword that starts a longer word;
+    password and the like are literals of their own). Lowercase and uppercase are told apart in ``data``."""
     if pos > 0:
         before = data[pos - 1 : pos]
         if before.isalnum() and not (data[pos : pos + 1].isupper() and not before.isupper()):
             return False
-    after = data[pos + length : pos + length + 1]
-    if after.islower():
-        return after == b"s" and not data[pos + length + 1 : pos + length + 2].islower()
-    return True
+    lowered = data[pos : pos + len(lit) + 6].lower()
+    for longer in _WHOLE_PART_LITERALS[lit]:
+        end = pos + len(lit) + len(longer)
+        if not lowered.startswith(lit.encode() + longer):
+            continue
+        if data[end : end + 1] in (b"s", b"S"):
+            end += 1  # a plural (the rule's rest may be one "s")
+        if not data[end : end + 1].islower():
+            return True
+    return False
 
 
 def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[Any]) -> list[set[Any]]:

@@ -82,7 +82,7 @@ _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
 _WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
 SECRET_KEY_NAME = re.compile(
-    r"password|passwd|passphrase|passcode|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|credential|cookie|authorization|bearer|basic[_-]?auth",
     re.I,
 )
