@@ -188,7 +188,7 @@ EXPECTED_RULE = {
     "generic-token": "secret-assignment", "discord-webhook": "discord-webhook", "age-secret-key": "age-secret-key",
     "google-oauth-secret": "google-oauth-secret", "service-token": "service-token",
     "uuid-credential": "secret-assignment", "pass-name": "secret-assignment", "purpose-key": "secret-assignment",
-    "cli-password": "cli-password",
+    "cli-password": "cli-password", "base64-private-key": "private-key-base64",
 }
 
 
@@ -300,6 +300,8 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "pass: true",
         "pw = getpass.getpass()",
         "signing_key_path: /etc/keys/signing.pem",
+        # A certificate encoded in base64 (a kubeconfig's client-certificate-data) is public:
+        "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJYWJjZGVmZ2g=",
     ],
 )
 def test_code_references_hashes_uuids_paths_and_placeholders_are_not_secrets(text: str) -> None:

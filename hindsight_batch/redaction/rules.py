@@ -156,6 +156,17 @@ def _url_credential(match: re.Match[str]) -> bool:
     return len(value) >= 4 and not is_placeholder(value) and not value.startswith(("$", "{", "<", "%", "["))
 
 
+def _base64_private_key(match: re.Match[str]) -> bool:
+    """A base64 run that starts like an encoded "-----BEGIN …" is a key when its label says PRIVATE KEY (not a
+    certificate or a public key)."""
+    head = re.sub(r"[^A-Za-z0-9+/]", "", match.group(0)[:96])[:64]
+    try:
+        decoded = base64.b64decode(head[: len(head) - len(head) % 4], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b"PRIVATE KEY" in decoded.split(b"-----", 3)[1] if decoded.count(b"-----") >= 2 else False
+
+
 def _docker_auth(match: re.Match[str]) -> bool:
     """A registry ``auth`` is base64 of ``user:password``."""
     value = match.group(1)
@@ -421,6 +432,16 @@ RULES: tuple[Rule, ...] = (
         "jwt",
         ("eyj",),
         _c(rf"{_NB}eyJ[A-Za-z0-9_\-]{{8,8192}}+\.eyJ[A-Za-z0-9_\-]{{8,8192}}+\.[A-Za-z0-9_\-]{{0,8192}}+"),
+    ),
+    # A PEM private key encoded once more in base64, as Kubernetes keeps it (a kubeconfig's client-key-data, a
+    # secret's tls.key) and as `base64 key.pem` prints it (lines of 76, which are part of it too).
+    Rule(
+        "private-key-base64",
+        ("ls0tls1crudjti",),
+        _c(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{16,4096}+"
+           r"(?:(?:\r?\n|\\n)[ \t]{0,16}+[A-Za-z0-9+/=]{4,4096}+(?=[\r\n\\\"'\s]|$)){0,4000}+"),
+        0,
+        _base64_private_key,
     ),
     Rule("discord-webhook", ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
          _c(r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/[A-Za-z0-9_\-]{60,100}+")),
