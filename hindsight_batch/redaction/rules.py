@@ -164,7 +164,8 @@ def _base64_private_key(match: re.Match[str]) -> bool:
         decoded = base64.b64decode(head[: len(head) - len(head) % 4], validate=True)
     except (binascii.Error, ValueError):
         return False
-    return b"PRIVATE KEY" in decoded.split(b"-----", 3)[1] if decoded.count(b"-----") >= 2 else False
+    parts = decoded.split(b"-----", 2)  # "", the label, the rest
+    return len(parts) == 3 and b"PRIVATE KEY" in parts[1]
 
 
 def _docker_auth(match: re.Match[str]) -> bool:
@@ -317,8 +318,7 @@ def _cli_password(match: re.Match[str]) -> bool:
     before = match.string[match.start() - 1 : match.start()]
     if before and (before.isalnum() or before in "-_./"):
         return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
-    value = match.group(match.lastindex or 0).strip("\"'`")
-    return len(value) >= 4 and not value.startswith("-") and _url_credential(match)
+    return not match.group(match.lastindex or 0).strip("\"'`").startswith("-") and _url_credential(match)
 
 
 RULES: tuple[Rule, ...] = (
