@@ -9,10 +9,12 @@ catch-up and live checks, an unchanged source reused from the ledger), planning
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import itertools
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,6 +35,7 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
 from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
+from hindsight_batch.session.model import SessionHeader, header_from_text, header_text
 from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
@@ -47,7 +50,6 @@ if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan
     from hindsight_batch.redaction.redactor import Redactor
     from hindsight_batch.rows import LiveNote, ManifestRow
-    from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.upload import Uploader
     from hindsight_batch.workers import PlanOutcome, PlanTask
 
@@ -141,6 +143,18 @@ else:  # loaded on first use (see the imports above); mypy checks calls against 
         return plan(*args, **kwargs)
 
 
+def _project(settings: Settings, cwd: str | None) -> str:
+    """The session's project, as its bank is chosen and ``--project`` filters: ``projectName``, else the cwd's last
+    folder."""
+    return (settings.project_name or "").strip() or _folder_name(cwd)
+
+
+@functools.lru_cache(maxsize=1024)
+def _folder_name(cwd: str | None) -> str:
+    """The last folder of ``cwd``, once per cwd (a path object per file was a tenth of a re-run over many files)."""
+    return Path(cwd or "").name
+
+
 class Importer:
     """Runs an import over many files: one ledger, one manifest, per-session configuration."""
 
@@ -172,6 +186,7 @@ class Importer:
         self._flush_due = time.monotonic() + FLUSH_SECONDS
         self._pending_sources: list[SourceRecord] = []
         self._pending_reviewable: list[ReviewedSource] = []  # a dry run's sources, for --from-run
+        self._pending_headers: list[tuple[str, str]] = []  # (path, header) of reused sources recorded without one
         self.times = StageTimes()
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
@@ -342,7 +357,12 @@ class Importer:
                 return None
             sha256 = reviewed.sources[key].sha256
         stat = path.stat()
-        header = peek_header(path)  # unreadable (permissions, gone): failed by _prepare, this file only
+        previous = self._known.get(key)
+        # An unchanged source's header as the ledger recorded it (a re-run over many files opens none of them);
+        # else the file's own, peeked at. --from-run checks the file's bytes instead, so it reads them.
+        recorded = self._recorded_header(previous, stat) if reviewed is None else None
+        # (unreadable: permissions, gone: failed by _prepare, this file only)
+        header = recorded if recorded is not None else peek_header(path)
         if isinstance(header, str):
             self.accounting.not_a_session(path, stat.st_size, header)
             return None
@@ -371,7 +391,6 @@ class Importer:
         seen["sessions"] += 1
         live = self.options.live
         summary.user_retain_modes.add(settings.user_retain.mode)
-        previous = self._known.get(key)
         summary.sessions += 1
         if reviewed is not None and shape != reviewed.sources[key].settings_hash:
             reviewed.refuse(path, f"the configuration changed since the review; {RE_PLAN}")
@@ -386,6 +405,8 @@ class Importer:
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if not (self.options.apply and any(row["status"] == "planned" for row in rows)):
                 self._reuse(rows)  # the ledger keeps them under the run that read the file
+                if recorded is None:  # recorded by a version that did not keep headers: the next run need not peek
+                    self._pending_headers.append((key, header_text(header)))
                 summary.unchanged_files += 1
                 if not self.options.apply:  # what the review of this dry run saw: the source as last read
                     self._pending_reviewable.append(ReviewedSource(
@@ -409,13 +430,21 @@ class Importer:
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
                     sha256)
 
+    @staticmethod
+    def _recorded_header(previous: SourceState | None, stat: os.stat_result) -> SessionHeader | None:
+        """The header the ledger recorded for a source whose size and modification time are those recorded: the
+        test by which its rows are reused unread. None: the file is to be peeked at."""
+        if previous is None or (previous.size, previous.mtime_ns) != (stat.st_size, stat.st_mtime_ns):
+            return None
+        return header_from_text(previous.header)
+
     def _settings_for(self, header: SessionHeader, path: Path
                       ) -> tuple[ResolvedConfig, BankChoice, tuple[Settings, str] | None]:
         """The session's configuration, bank choice and (when it has a bank) its settings and their hash with this
         run's suffixes, as the ledger keeps it for the source."""
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
-        project = (settings.project_name or "").strip() or Path(header.cwd or "").name
+        project = _project(settings, header.cwd)
         choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
         if choice.bank_id is None:
             return resolved, choice, None
@@ -492,7 +521,7 @@ class Importer:
                 self.options.reviewed.items_sent += sent
         self._pending_records += encoded.records  # with --include-content the (redacted) text too: review shows it
         self._pending_sources.append(SourceRecord(job.name, job.size, job.mtime_ns, job.header.id, job.shape,
-                                                  self.summary.run_id, job.sha256))
+                                                  self.summary.run_id, job.sha256, header_text(job.header)))
         if not self.options.apply and job.sha256 is not None:
             self._pending_reviewable.append(ReviewedSource(job.name, job.size, job.mtime_ns, job.sha256,
                                                            job.shape, self.summary.run_id))
@@ -506,7 +535,9 @@ class Importer:
         self.ledger.add_manifest_records(self._pending_records)
         self.ledger.record_sources(self._pending_sources)
         self.ledger.record_run_sources(self.summary.run_id, self._pending_reviewable)
+        self.ledger.record_headers(self._pending_headers)
         self._pending_records, self._pending_sources, self._pending_reviewable = [], [], []
+        self._pending_headers = []
         self._flush_due = time.monotonic() + FLUSH_SECONDS
 
     def _encode(self, job: _Job, plan: SessionPlan) -> _Encoded:
@@ -576,7 +607,7 @@ class Importer:
             if cwd != wanted and not cwd.startswith(wanted + "/"):
                 return False
         if options.project_filter is not None:
-            project = self.resolver.for_cwd(header.cwd).settings.project_name or Path(header.cwd or "").name
+            project = _project(self.resolver.for_cwd(header.cwd).settings, header.cwd)
             if project != options.project_filter:
                 return False
         return True

@@ -125,3 +125,4 @@ class SourceRecord(NamedTuple):
     settings_hash: str  # with the run's catch-up/live suffixes: a change forces a re-read
     run_id: str
     sha256: str | None = None  # of the bytes read (import --apply --from-run checks it)
+    header: str | None = None  # the session header (session.model.header_text): a re-run need not open the file

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.rows import ManifestRow
 from hindsight_batch.sinks.ledger import Ledger, LedgerPathError
+from hindsight_batch.sinks.ledger_schema import SCHEMA_VERSION
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.fake_hindsight import FakeState, fake_hindsight
 
@@ -124,7 +125,7 @@ def test_a_version_1_ledger_is_migrated_and_report_reuse_and_verify_work_on_it(
         with duckdb.connect(str(old / "ledger.duckdb"), read_only=True) as db:
             version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             kept = db.execute("SELECT count(*), count(DISTINCT source_file) FROM manifest").fetchone()
-        assert version == ("2",) and kept == (len(applied), 2)
+        assert version == (str(SCHEMA_VERSION),) and kept == (len(applied), 2)
         assert "row" not in columns(old, "manifest") and "parsed_offset" not in columns(old, "sources")
         # the ledger as it was is kept beside it (the older hindsight-batch can still use it), private
         kept_copy = old / "ledger.v1.duckdb"
@@ -180,7 +181,7 @@ def test_a_failed_migration_leaves_the_version_1_ledger_as_it_was(runner: CliRun
     assert [p.name for p in state.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-@pytest.mark.parametrize("value", ["3", "soon", "0"])
+@pytest.mark.parametrize("value", [str(SCHEMA_VERSION + 1), "soon", "0"])
 def test_a_ledger_newer_than_this_code_is_refused_untouched(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
@@ -195,7 +196,8 @@ def test_a_ledger_newer_than_this_code_is_refused_untouched(
         result = invoke(runner, *command, "--state", str(state))
         assert result.exit_code == 2, (command, result.stderr)
         assert str(state / "ledger.duckdb") in result.stderr and "Traceback" not in result.stderr
-        assert ("schema version 3 is newer" if value == "3" else f"'{value}', not a version number") in result.stderr
+        newer = f"schema version {SCHEMA_VERSION + 1} is newer"
+        assert (newer if value.isdigit() and value != "0" else f"'{value}', not a version number") in result.stderr
     with pytest.raises(LedgerPathError):
         Ledger(state)
     # From the environment, as for any state folder that cannot be used: a configuration error.

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from hindsight_batch import jsoncodec
 
 _Reduced = tuple[type, tuple[Any, ...]]  # what __reduce__ returns: a class and its constructor arguments
 
@@ -35,6 +38,36 @@ class SessionHeader:
         name = Path(self.parent_session).name
         stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
         return stem.rsplit("_", 1)[-1] or None
+
+
+SUPPORTED_VERSIONS = (1, 2, 3)  # of the session format
+
+
+def header_text(header: SessionHeader) -> str:
+    """The header as JSON text: how the ledger keeps a source's header (:func:`header_from_text`). ASCII, so
+    that text no UTF-8 column can hold (a lone surrogate in a cwd) is kept as its escape."""
+    return json.dumps({"id": header.id, "version": header.version, "timestamp": header.timestamp,
+                       "cwd": header.cwd, "parent_session": header.parent_session})
+
+
+def header_from_text(text: str | None) -> SessionHeader | None:
+    """The header :func:`header_text` wrote; None when there is none, or when the text is not one (then the file
+    is read instead: the ledger is a cache here, never a source of truth it cannot check)."""
+    if not text:
+        return None
+    try:
+        data = jsoncodec.loads(text)
+    except ValueError:  # (jsoncodec raises nothing else)
+        return None
+    if not isinstance(data, dict) or data.keys() != {"id", "version", "timestamp", "cwd", "parent_session"}:
+        return None
+    session_id, version = data["id"], data["version"]
+    optional = (data["timestamp"], data["cwd"], data["parent_session"])
+    if (not isinstance(session_id, str) or not session_id or type(version) is not int
+            or version not in SUPPORTED_VERSIONS or not all(v is None or isinstance(v, str) for v in optional)
+            or data["cwd"] == ""):
+        return None
+    return SessionHeader(session_id, version, data["timestamp"], data["cwd"], data["parent_session"])
 
 
 @dataclass(slots=True)

@@ -43,7 +43,7 @@ def node_path(path: str | os.PathLike[str]) -> str:
 
 
 def _as_text(text: str, *, escape: bool) -> str:
-    if LONE_SURROGATE.search(text) is None:
+    if text.isascii() or LONE_SURROGATE.search(text) is None:  # (isascii: a flag of the string, no scan)
         return text
     try:
         raw = os.fsencode(text)  # the name's bytes, as the file system has them

@@ -24,7 +24,7 @@ from hindsight_batch.session.jsonl import (
     parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
-from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.model import SUPPORTED_VERSIONS, EntryNode, SessionFile, SessionHeader
 
 if TYPE_CHECKING:
     from hindsight_batch.interfaces import EntryVisitor
@@ -46,8 +46,6 @@ class EntryCallback:
 
     def finish(self) -> None:
         return None
-
-SUPPORTED_VERSIONS = (1, 2, 3)
 
 
 def read_header(obj: dict[str, Any]) -> SessionHeader | str:

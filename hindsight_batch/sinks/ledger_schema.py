@@ -5,6 +5,7 @@ Version 1 (no ``schema_version`` in ``meta``) kept each manifest row as one JSON
 Version 2 has one column per manifest field (:mod:`hindsight_batch.sinks.manifest_table`), each source's SHA-256,
 and ``run_sources``: what each dry run saw of each source it planned or reused (size, mtime, SHA-256, settings hash,
 and the run whose manifest rows hold its plan), which ``import --apply --from-run`` checks before sending.
+Version 3 keeps each source's session header (``sources.header``), so that a re-run does not open an unchanged file.
 A ledger is brought to the current version in one transaction: a failure leaves it as it was. (``Ledger`` refuses
 a ledger newer than this code, untouched.)
 """
@@ -19,11 +20,13 @@ from hindsight_batch import jsoncodec
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.engine import duckdb
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-_SOURCES = """(
+_SOURCES_V2 = """(
     path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, session_id VARCHAR, settings_hash VARCHAR,
-    last_run_id VARCHAR, seen_at TIMESTAMP, sha256 VARCHAR)"""
+    last_run_id VARCHAR, seen_at TIMESTAMP, sha256 VARCHAR"""
+# ``header``: the session header's fields besides its id, as JSON text (:func:`session.model.header_text`).
+_SOURCES = _SOURCES_V2 + ", header VARCHAR)"
 _TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE runs (
@@ -46,7 +49,7 @@ CREATE TABLE run_sources (
 """
 
 # What every version-1 ledger has once today's version-1 code opened it (older ones lacked some of it): the tables
-# it lacks, as version 2 has them (the others are left as they are here), and the two columns added late.
+# it lacks, as the current version has them (the others are left as they are here), and the two columns added late.
 _V1_COMPLETION = _TABLES.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ") + """
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS retryable BOOLEAN;
 ALTER TABLE documents ADD COLUMN IF NOT EXISTS attempt INTEGER;
@@ -105,7 +108,7 @@ def _v1_to_v2(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Manifest rows from JSON strings into columns (in the order written: reuse gives them back in it), and
     ``sources`` without ``parsed_offset``."""
     db.execute(_V1_COMPLETION)
-    db.execute(f"CREATE TABLE sources_v2 {_SOURCES}")
+    db.execute(f"CREATE TABLE sources_v2 {_SOURCES_V2})")
     # Version-1 rows lack the project, the chunk times and the skip reason: marking each source's settings as
     # older makes the next run read it once more (what the server already holds is not sent again).
     db.execute("INSERT INTO sources_v2 SELECT path, size, mtime_ns, session_id, settings_hash || ' (version 1)', "
@@ -125,8 +128,14 @@ def _v1_to_v2(db: duckdb.DuckDBPyConnection, path: Path) -> None:
     db.execute("ALTER TABLE manifest_v2 RENAME TO manifest")
 
 
+def _v2_to_v3(db: duckdb.DuckDBPyConnection, _path: Path) -> None:
+    """Each source's session header: unknown (NULL) for the sources already recorded, whose files the next run
+    peeks at as before and records."""
+    db.execute("ALTER TABLE sources ADD COLUMN header VARCHAR")
+
+
 # _MIGRATIONS[n - 1] brings a version-n ledger to version n + 1.
-_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, Path], None]] = [_v1_to_v2]
+_MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection, Path], None]] = [_v1_to_v2, _v2_to_v3]
 
 
 def load_records(db: duckdb.DuckDBPyConnection, jsonl: str, table: str = "manifest") -> None:

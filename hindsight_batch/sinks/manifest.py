@@ -38,6 +38,9 @@ def encode_line(row: Mapping[str, Any]) -> bytes:
     return jsoncodec.dumps(row, strict=True)
 
 
+_BUFFER = 1 << 20
+
+
 class ManifestWriter:
     """Writes rows as they come, to a temporary file beside the manifest (``.<name>.<random>.partial``), renamed
     over ``path`` only when the run completes: a manifest at ``path`` is always a complete one. An interrupted or
@@ -78,7 +81,8 @@ class ManifestWriter:
                 raise UsageError(f"--manifest {path}: cannot write in {self._target.parent}: {problem}") from None
             self._temp = Path(name)
         os.fchmod(fd, PRIVATE_FILE)  # 0600 whatever the umask: it may hold transcripts (--include-content)
-        self._file = os.fdopen(fd, "wb")
+        # Written a session at a time: a re-run reusing thousands of small sessions made a write call for each.
+        self._file = os.fdopen(fd, "wb", buffering=_BUFFER)
 
     def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
         """Write a session's rows: all or, when one cannot be encoded (it raises), none."""

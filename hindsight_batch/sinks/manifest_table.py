@@ -132,17 +132,25 @@ def select_list(alias: str = "") -> str:
     return ", ".join(_selected(alias, name) for name in _SELECTED)
 
 
+# How :func:`from_columns` gives back each row field: (its place among the selected columns, whether it is parsed
+# from JSON text, whether it is left out when NULL), worked out once rather than per row and field.
+_READ_BACK = tuple((_SELECTED.index(name), name in _JSON_TEXT or name in _AS_JSON, name in _ABSENT_WHEN_NULL)
+                   for name in _ROW_FIELDS)
+_ANNOTATIONS_AT = _SELECTED.index("annotations")
+
+
 def from_columns(values: Sequence[Any]) -> dict[str, Any]:
     """The manifest row a result row of :func:`select_list`'s columns holds, as the manifest file had it."""
-    found = dict(zip(_SELECTED, values, strict=True))
     row: dict[str, Any] = {}
-    for name in _ROW_FIELDS:
-        value = found[name]
-        if value is None and name in _ABSENT_WHEN_NULL:
-            continue
-        if name in _JSON_TEXT or name in _AS_JSON:
-            value = None if value is None else jsoncodec.loads(value)
+    for name, (place, as_json, absent_when_null) in zip(_ROW_FIELDS, _READ_BACK, strict=True):
+        value = values[place]
+        if value is None:
+            if absent_when_null:
+                continue
+        elif as_json:
+            value = jsoncodec.loads(value)
         row[name] = value
-    if found["annotations"] is not None:
-        row.update(jsoncodec.loads(found["annotations"]))  # a field it names (a timestamp) keeps its place
+    annotations = values[_ANNOTATIONS_AT]
+    if annotations is not None:
+        row.update(jsoncodec.loads(annotations))  # a field it names (a timestamp) keeps its place
     return row
