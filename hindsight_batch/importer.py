@@ -302,6 +302,7 @@ class Importer:
         to_plan = prepared()
         first = next(to_plan, None)
         if first is None:  # nothing new to plan (a catch-up re-run): neither the workers nor the planner load
+            self.summary.jobs = 1  # (no worker process started: the summary does not claim any)
             return
         from hindsight_batch.workers import PlanTask, run_in_workers
 

@@ -95,6 +95,7 @@ def test_a_re_run_over_unchanged_sessions_loads_neither_the_planner_nor_the_work
     again = invoke(CliRunner(), "import", *args, "--json")
     data = json.loads(again.output)
     assert data["unchanged_files"] == data["sessions"] > 0 and data["chunks"] == json.loads(first.output)["chunks"]
+    assert data["jobs"] == 1  # the summary claims no worker process
 
 
 def test_sources_edited_after_an_in_place_build_are_named(tmp_path: Path) -> None:
