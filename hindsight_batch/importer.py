@@ -362,7 +362,7 @@ class Importer:
         # An unchanged source's header as the ledger recorded it (a re-run over many files opens none of them);
         # else the file's own, peeked at. --from-run checks the file's bytes instead, so it reads them.
         recorded = self._recorded_header(previous, stat) if reviewed is None else None
-        # (unreadable: permissions, gone: failed by _prepare, this file only)
+        # A file that cannot be read (permissions, gone) fails here, alone (_prepare).
         header = recorded if recorded is not None else peek_header(path)
         if isinstance(header, str):
             self.accounting.not_a_session(path, stat.st_size, header)

@@ -25,7 +25,7 @@ SCHEMA_VERSION = 3
 _SOURCES_V2 = """(
     path VARCHAR PRIMARY KEY, size BIGINT, mtime_ns BIGINT, session_id VARCHAR, settings_hash VARCHAR,
     last_run_id VARCHAR, seen_at TIMESTAMP, sha256 VARCHAR"""
-# ``header``: the session header's fields besides its id, as JSON text (:func:`session.model.header_text`).
+# ``header``: the source's session header as JSON text (:func:`hindsight_batch.session.model.header_text`).
 _SOURCES = _SOURCES_V2 + ", header VARCHAR)"
 _TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
