@@ -37,6 +37,12 @@ class RowTally(NamedTuple):
         return cls(row["status"], row["segment"], row["chunk_index"], decision["route"], decision["reason"],
                    row["bank_role"])
 
+    def is_whole(self) -> bool:
+        """Each field of the type a manifest row gives it (a row read back from a ledger edited by hand may not)."""
+        return (isinstance(self.status, str) and isinstance(self.segment, str) and type(self.chunk_index) is int
+                and isinstance(self.route, str) and isinstance(self.reason, str)
+                and (self.bank_role is None or isinstance(self.bank_role, str)))
+
 
 @dataclass
 class ImportSummary:
@@ -156,10 +162,6 @@ class Accounting:
         else:
             reason = "no readable session header" if problem == "empty file" else problem
             self.summary.failed_files.append({"file": source_name(path), "line": None, "reason": reason})
-
-    def rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """A session's manifest rows (as the manifest file has them): :meth:`tallies` of them."""
-        self.tallies(RowTally.of(row) for row in rows)
 
     def tallies(self, tallies: Iterable[RowTally]) -> None:
         """What a session's manifest rows count for: statuses, chunks, routes, skip reasons, items by bank role."""

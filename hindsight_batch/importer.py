@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
@@ -402,10 +402,11 @@ class Importer:
             and not self.options.include_content
             and (previous.size, previous.mtime_ns, previous.settings_hash) == (stat.st_size, stat.st_mtime_ns, shape)
         ):
-            rows = self._reused_rows(key, previous.last_run_id)
+            reused = self._reused(key, previous.last_run_id)  # None: the file is read again (see _reused)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
-            if not (self.options.apply and any(row["status"] == "planned" for row in rows)):
-                self._reuse(rows)  # the ledger keeps them under the run that read the file
+            if reused is not None and not (self.options.apply and any(t.status == "planned" for t in reused[1])):
+                self.manifest.write_lines(reused[0])  # the ledger keeps the rows under the run that read the file
+                self.accounting.tallies(reused[1])
                 if recorded is None:  # recorded by a version that did not keep headers: the next run need not peek
                     self._pending_headers.append((key, header_text(header)))
                 summary.unchanged_files += 1
@@ -626,17 +627,18 @@ class Importer:
             return "unchanged"
         return "planned"
 
-    def _reused_rows(self, key: str, run_id: str) -> list[dict[str, Any]]:
-        """An unchanged source's rows from the run that last read it (as the manifest file has them), statuses
-        refreshed, with this run's id."""
-        rows = self.ledger.latest_rows(key, run_id)  # fresh from the ledger: ours to change
-        for row in rows:
-            row["run_id"] = self.summary.run_id
-            if row["status"] in ("planned", "unchanged"):
-                row["status"] = self._planned_status(row["bank_id"], row["document_id"], row["item_sha256"])
-        return rows
-
-    def _reuse(self, rows: list[dict[str, Any]]) -> None:
-        """An unchanged source: its rows from the run that last read it (:meth:`_reused_rows`)."""
-        self.manifest.write_lines(encode_lines(rows))
-        self.accounting.rows(rows)
+    def _reused(self, key: str, run_id: str) -> tuple[list[bytes], list[RowTally]] | None:
+        """An unchanged source's rows from the run that last read it, statuses refreshed and with this run's id, as
+        manifest lines and tallies. None when one of them cannot be given back (a ledger edited by hand: text that
+        is not JSON, a decision that is not one, no status): the source is then read again, which records its rows
+        anew, rather than failing on every run."""
+        try:
+            rows = self.ledger.latest_rows(key, run_id)  # fresh from the ledger: ours to change
+            for row in rows:
+                row["run_id"] = self.summary.run_id
+                if row["status"] in ("planned", "unchanged"):
+                    row["status"] = self._planned_status(row["bank_id"], row["document_id"], row["item_sha256"])
+            tallies = [RowTally.of(row) for row in rows]
+            return (encode_lines(rows), tallies) if all(tally.is_whole() for tally in tallies) else None
+        except (ValueError, LookupError, TypeError, AttributeError):
+            return None

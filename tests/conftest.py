@@ -53,7 +53,9 @@ def invoke(runner: CliRunner, *args: str, input: str | None = None) -> Any:
 
 
 def read_manifest(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    """The rows of a JSON-lines file, split on newlines only (``str.splitlines`` also splits at U+0085 and U+2028,
+    which a JSON string may hold as they are)."""
+    return [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
 
 
 class SessionBuilder:
