@@ -44,8 +44,9 @@ SUPPORTED_VERSIONS = (1, 2, 3)  # of the session format
 
 
 def header_text(header: SessionHeader) -> str:
-    """The header as JSON text: how the ledger keeps a source's header (:func:`header_from_text`). ASCII, so
-    that text no UTF-8 column can hold (a lone surrogate in a cwd) is kept as its escape."""
+    """The header as JSON text: how the ledger keeps a source's header (:func:`header_from_text`). ASCII: any
+    header fits the column, even one holding a lone surrogate, which no UTF-8 text can (the reader replaces those;
+    this does not rely on it)."""
     return json.dumps({"id": header.id, "version": header.version, "timestamp": header.timestamp,
                        "cwd": header.cwd, "parent_session": header.parent_session})
 
