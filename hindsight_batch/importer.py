@@ -35,7 +35,6 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
 from hindsight_batch.rows import SourceRecord
 from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
-from hindsight_batch.session.model import SessionHeader, header_from_text, header_text
 from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from hindsight_batch.planning import SessionPlan
     from hindsight_batch.redaction.redactor import Redactor
     from hindsight_batch.rows import LiveNote, ManifestRow
+    from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.upload import Uploader
     from hindsight_batch.workers import PlanOutcome, PlanTask
 
@@ -127,8 +127,21 @@ Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item ha
 
 if TYPE_CHECKING:
     from hindsight_batch.planning import plan_or_skip
+    from hindsight_batch.session.model import header_from_text, header_text
     from hindsight_batch.session.reader import peek_header
 else:  # loaded on first use (see the imports above); mypy checks calls against the real signatures
+
+    def header_from_text(*args, **kwargs):
+        """A header as the ledger keeps it."""
+        from hindsight_batch.session.model import header_from_text as from_text
+
+        return from_text(*args, **kwargs)
+
+    def header_text(*args, **kwargs):
+        """A header as the ledger keeps it."""
+        from hindsight_batch.session.model import header_text as text
+
+        return text(*args, **kwargs)
 
     def peek_header(*args, **kwargs):
         """The reader's header peek."""

@@ -61,7 +61,8 @@ def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp
         f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r},"
         f" '--live-retained', 'include'{quiet_flag}], standalone_mode=False)\n"
         "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.redaction.redactor',"
-        " 'hindsight_batch.session.reader', 'hindsight_batch.routing', 'hindsight_batch.items', 'duckdb']\n"
+        " 'hindsight_batch.session.reader', 'hindsight_batch.session.model', 'hindsight_batch.routing',"
+        " 'hindsight_batch.items', 'duckdb']\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     (tmp_path / "empty").mkdir()
