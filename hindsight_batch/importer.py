@@ -132,13 +132,13 @@ if TYPE_CHECKING:
 else:  # loaded on first use (see the imports above); mypy checks calls against the real signatures
 
     def header_from_text(*args, **kwargs):
-        """A header as the ledger keeps it."""
+        """A header from the ledger's text."""
         from hindsight_batch.session.model import header_from_text as from_text
 
         return from_text(*args, **kwargs)
 
     def header_text(*args, **kwargs):
-        """A header as the ledger keeps it."""
+        """A header as the ledger's text."""
         from hindsight_batch.session.model import header_text as text
 
         return text(*args, **kwargs)
