@@ -412,6 +412,18 @@ class BankResolver:
         return BankChoice(bank, why)
 
 
+def project_name(settings: Settings, cwd: str | None) -> str:
+    """The session's project, as its bank is chosen, ``--project`` filters and ``status`` shows it:
+    ``projectName``, else the cwd's last folder."""
+    return (settings.project_name or "").strip() or _folder_name(cwd)
+
+
+@functools.lru_cache(maxsize=1024)
+def _folder_name(cwd: str | None) -> str:
+    """The last folder of ``cwd``, once per cwd (a path object per file was a tenth of a re-run over many files)."""
+    return Path(cwd or "").name
+
+
 def user_bank_clash(resolved: ResolvedConfig, bank_id: str | None) -> str | None:
     """Why ``bank_id`` may not be a project bank: it is the User Bank's id (S2: a session's transcript never lands
     in the User Bank, whichever file, variable or rule named it), else None."""

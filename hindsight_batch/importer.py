@@ -9,7 +9,6 @@ catch-up and live checks, an unchanged source reused from the ledger), planning
 
 from __future__ import annotations
 
-import functools
 import gc
 import hashlib
 import itertools
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
-from hindsight_batch.banks import BankResolver, with_project_bank
+from hindsight_batch.banks import BankResolver, project_name, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
@@ -154,18 +153,6 @@ else:  # loaded on first use (see the imports above); mypy checks calls against 
         from hindsight_batch.planning import plan_or_skip as plan
 
         return plan(*args, **kwargs)
-
-
-def _project(settings: Settings, cwd: str | None) -> str:
-    """The session's project, as its bank is chosen and ``--project`` filters: ``projectName``, else the cwd's last
-    folder."""
-    return (settings.project_name or "").strip() or _folder_name(cwd)
-
-
-@functools.lru_cache(maxsize=1024)
-def _folder_name(cwd: str | None) -> str:
-    """The last folder of ``cwd``, once per cwd (a path object per file was a tenth of a re-run over many files)."""
-    return Path(cwd or "").name
 
 
 class Importer:
@@ -459,7 +446,7 @@ class Importer:
         run's suffixes, as the ledger keeps it for the source."""
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
-        project = _project(settings, header.cwd)
+        project = project_name(settings, header.cwd)
         choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
         if choice.bank_id is None:
             return resolved, choice, None
@@ -622,7 +609,7 @@ class Importer:
             if cwd != wanted and not cwd.startswith(wanted + "/"):
                 return False
         if options.project_filter is not None:
-            project = _project(self.resolver.for_cwd(header.cwd).settings, header.cwd)
+            project = project_name(self.resolver.for_cwd(header.cwd).settings, header.cwd)
             if project != options.project_filter:
                 return False
         return True

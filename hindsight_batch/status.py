@@ -27,7 +27,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
                  server: bool = False) -> dict[str, Any]:
     """The ``status --json`` document for a session in ``cwd`` (default: here). With ``server`` the server is
     asked (3 s) and a refusal or no answer raises (exit 4)."""
-    from hindsight_batch.banks import BankResolver, Unreproducible, user_bank_clash
+    from hindsight_batch.banks import BankResolver, Unreproducible, project_name, user_bank_clash
     from hindsight_batch.client import server_status
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.queue.discovery import queue_depths
@@ -40,7 +40,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
     values = flatten(settings.model_dump(mode="json", by_alias=True))
     if settings.api_key is not None:
         values["apiKey"] = "******** (set)"
-    project = (settings.project_name or "").strip() or Path(folder).name
+    project = project_name(settings, folder)
     bank: str | None
     try:
         bank, why = BankResolver(resolver.env).derive(resolved, folder, project)

@@ -52,6 +52,11 @@ def invoke(runner: CliRunner, *args: str, input: str | None = None) -> Any:
     return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
 
 
+def without_run_id(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Manifest rows without the run id (which every run has its own of)."""
+    return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
+
+
 def read_manifest(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSON-lines file, split on newlines only (``str.splitlines`` also splits at U+0085 and U+2028,
     which a JSON string may hold as they are)."""

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hindsight_batch.sinks import manifest_table
-from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 
 
 def _sessions(folder: Path) -> list[Path]:
@@ -35,9 +35,6 @@ def _import(runner: CliRunner, state: Path, folder: Path, manifest: Path) -> dic
     summary: dict[str, Any] = json.loads(result.stdout)
     return summary
 
-
-def _without_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
 
 
 def _damage(state: Path, source: Path, assignment: str, value: Any = None) -> None:
@@ -60,7 +57,7 @@ def test_a_row_the_ledger_cannot_give_back_makes_its_source_be_read_again(
     _damage(state, paths[1], assignment)
     summary = _import(runner, state, tmp_path / "sessions", tmp_path / "b.jsonl")
     assert summary["failed_files"] == [] and summary["unchanged_files"] == 2 and summary["entries"] > 0
-    assert _without_run(read_manifest(tmp_path / "b.jsonl")) == _without_run(read_manifest(tmp_path / "a.jsonl"))
+    assert without_run_id(read_manifest(tmp_path / "b.jsonl")) == without_run_id(read_manifest(tmp_path / "a.jsonl"))
     again = _import(runner, state, tmp_path / "sessions", tmp_path / "c.jsonl")  # its rows recorded anew
     assert again["unchanged_files"] == 3 and again["entries"] == 0
 

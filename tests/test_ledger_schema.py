@@ -19,7 +19,7 @@ from hindsight_batch.routing.strategy import reason_without_mode
 from hindsight_batch.rows import ManifestRow
 from hindsight_batch.sinks.ledger import Ledger, LedgerPathError
 from hindsight_batch.sinks.ledger_schema import SCHEMA_VERSION
-from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 from tests.fake_hindsight import FakeState, fake_hindsight
 
 # Version 1 of the ledger, as the code before schema versions made it (frozen here: the test must not follow the
@@ -96,9 +96,6 @@ def columns(state: Path, table: str) -> list[str]:
     with duckdb.connect(str(state / "ledger.duckdb"), read_only=True) as db:
         return [r[0] for r in db.execute(f"DESCRIBE {table}").fetchall()]
 
-
-def without_run_id(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
 
 
 def test_a_version_1_ledger_is_migrated_and_report_reuse_and_verify_work_on_it(

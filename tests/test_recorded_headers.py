@@ -22,7 +22,7 @@ from hindsight_batch.rows import SourceRecord
 from hindsight_batch.session.model import SessionHeader, header_from_text, header_text
 from hindsight_batch.sinks.ledger import Ledger
 from hindsight_batch.sinks.ledger_schema import SCHEMA_VERSION
-from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 
 
 def _sessions(folder: Path, count: int = 3) -> list[Path]:
@@ -57,9 +57,6 @@ def _import(runner: CliRunner, tmp_path: Path, folder: Path, name: str) -> tuple
     return read_manifest(manifest), json.loads(result.stdout)
 
 
-def _without_run(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
-
 
 def _headers(tmp_path: Path) -> dict[str, str | None]:
     with duckdb.connect(str(tmp_path / "state" / "ledger.duckdb"), read_only=True) as db:
@@ -75,7 +72,7 @@ def test_a_rerun_over_unchanged_files_opens_none_of_them(
     peeks.clear()
     again, summary = _import(runner, tmp_path, tmp_path / "sessions", "b.jsonl")
     assert peeks == [] and summary["unchanged_files"] == 3 and summary["failed_files"] == []
-    assert _without_run(again) == _without_run(first)
+    assert without_run_id(again) == without_run_id(first)
     assert {r["session_id"] for r in again} == {f"0196f000-0000-7000-8000-00000000060{i}" for i in range(3)}
 
 
@@ -123,7 +120,7 @@ def test_a_header_the_ledger_cannot_give_back_is_peeked_at_and_recorded_again(
     peeks.clear()
     again, summary = _import(runner, tmp_path, tmp_path / "sessions", "b.jsonl")
     assert sorted(peeks) == sorted(paths) and summary["unchanged_files"] == 2 and summary["failed_files"] == []
-    assert _without_run(again) == _without_run(first)
+    assert without_run_id(again) == without_run_id(first)
     assert _headers(tmp_path) == recorded  # recorded again: the next run opens nothing
     peeks.clear()
     _import(runner, tmp_path, tmp_path / "sessions", "c.jsonl")
@@ -142,7 +139,7 @@ def test_a_version_2_ledger_gains_headers_as_its_sources_are_reused(
     peeks.clear()
     again, summary = _import(runner, tmp_path, tmp_path / "sessions", "b.jsonl")
     assert sorted(peeks) == sorted(paths) and summary["unchanged_files"] == 3
-    assert _without_run(again) == _without_run(first)
+    assert without_run_id(again) == without_run_id(first)
     with duckdb.connect(str(ledger), read_only=True) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     with duckdb.connect(str(ledger.with_name("ledger.v2.duckdb")), read_only=True) as db:  # kept for version 2
