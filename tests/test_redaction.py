@@ -43,6 +43,9 @@ CASES = [
     ("secret-assignment", 'DB_PASSWORD="hunter2-prod"', "hunter2-prod"),
     ("secret-assignment", "client_secret: 9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),
     ("secret-assignment", '{"apiKey": "live_abc123XYZ"}', "live_abc123XYZ"),
+    ("stdin-password", "echo 'Qz7Lm2Xp9Vk4' | docker login -u bot --password-stdin ghcr.io", "Qz7Lm2Xp9Vk4"),
+    ("laravel-app-key", "APP_KEY=base64:3x7Qh9Zk2Lm8Np4Rt6Vw1Yb5Cd0Ef9Gh2Jk4Lm6No8=", "3x7Qh9Zk2Lm8Np4"),
+    ("password-hash", "admin:$2y$10$KIXQJ8Q7Z1u6nT9yF3m2Oe7x0vWq8rB5sL4hD2gC1aE9pN6iU3kYm", "KIXQJ8Q7Z1u6"),
     ("private-url", "dashboard at http://10.1.2.3:8080/admin?x=1", "10.1.2.3"),
     ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
 ]
@@ -189,6 +192,7 @@ EXPECTED_RULE = {
     "google-oauth-secret": "google-oauth-secret", "service-token": "service-token",
     "uuid-credential": "secret-assignment", "pass-name": "secret-assignment", "purpose-key": "secret-assignment",
     "cli-password": "cli-password", "base64-private-key": "private-key-base64",
+    "stdin-password": "stdin-password", "laravel-app-key": "laravel-app-key", "password-hash": "password-hash",
 }
 
 
@@ -300,6 +304,16 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "pass: true",
         "pw = getpass.getpass()",
         "signing_key_path: /etc/keys/signing.pem",
+        # Standard input fed from a reference, another command or nothing secret; a "base64:" that is no key:
+        "echo $CR_PAT | docker login ghcr.io -u USER --password-stdin",
+        'echo "$PASSWORD" | sudo -S true',
+        "echo `cat ~/.pw` | sudo -S ls",
+        "cat ~/.pw | sudo -S ls",
+        'echo "hello there" | sudo tee /etc/motd',
+        "echo hello || sudo -S reboot",
+        "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws.com",
+        "the payload is base64:SGVsbG8gd29ybGQ=",
+        "perl -pe 's/(a)(b)/$2$1/' and $2y$ in prose",
         # A certificate encoded in base64 (a kubeconfig's client-certificate-data) is public:
         "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJYWJjZGVmZ2g=",
     ],
@@ -331,6 +345,15 @@ def test_code_references_hashes_uuids_paths_and_placeholders_are_not_secrets(tex
         "docker login -u bot --password Qz7Lm2Xp9Vk4RtYh5N ghcr.io",
         "curl -u 'admin:Qz7Lm2Xp9Vk4' https://jenkins.example.com",
         "my wifi pass is Blue!Blue983",
+        # A password on standard input (piped, or a here-string), Laravel's key, a password's hash:
+        "echo -n Rocket#Winter86 | sudo -kS systemctl restart app",
+        "printf 'Rocket#Winter86\\n' | sudo -u deploy -S true",
+        "echo 'admin:Rocket#Winter86' | sudo chpasswd",
+        'sudo -S apt-get update <<< "Rocket#Winter86"',
+        "echo Rocket#Winter86 | htpasswd -i -c /etc/nginx/.htpasswd admin",
+        "echo 'Rocket#Winter86' | openssl rsa -in key.pem -passin stdin -out plain.pem",
+        "'previous_keys' => ['base64:q83vEhX2b9bKpLm4RtZ8wN3bJ6fD1gH5q83vEhX2b9c='],",
+        "deploy:$y$j9T$F5Jx.xTcWm3Qv0Pq1ZbzO1$Qx1ZrT8lAbCdEfGhIjKlMnOpQrStUvWxYz012345678:19800:0:99999:7:::",
     ],
 )
 def test_secrets_without_a_prefix_are_found_by_keyword_and_entropy(text: str) -> None:

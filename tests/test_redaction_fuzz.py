@@ -10,13 +10,16 @@ gates must have let through.
 
 from __future__ import annotations
 
+import base64
+import re
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.redaction.values import is_placeholder
 
 REDACTOR = Redactor(b"k")
 
@@ -77,3 +80,70 @@ def test_hints_of_a_batch_are_every_literal_each_record_holds(text: str) -> None
     for record, hints in zip(records, REDACTOR.hints_each_utf8(records), strict=True):
         lowered = record.lower().decode()
         assert hints == {lit for lit in literals if lit in lowered}, record
+
+
+# A password given on standard input, in the shapes a shell allows: whatever the feeder, quoting, blanks and reader,
+# the value is gone (and the gates let the record through); fed from a reference or a command, nothing changes.
+
+_FEEDERS = ("echo", "echo -n", "echo -e", "printf", "printf '%s\\n'", 'printf "%s"', "printf %s")
+_READERS = ("docker login -u bot --password-stdin ghcr.io", "podman login --password-stdin -u me quay.io",
+            "sudo -S apt-get update", "sudo -kS true", "sudo -u postgres -S psql", "sudo --stdin ls", "chpasswd",
+            "sudo chpasswd", "sudo -E chpasswd", "passwd --stdin deploy", "kinit admin@EXAMPLE.COM",
+            "htpasswd -i -c .htpasswd admin", "smbpasswd -a -s deploy", "gpg --batch --passphrase-fd 0 -d x.gpg",
+            "openssl rsa -in k.pem -passin stdin", "helm registry login r.io -u u --password-stdin")
+_HERE_READERS = ("docker login -u bot --password-stdin ghcr.io", "sudo -S apt-get update", "chpasswd",
+                 "passwd --stdin deploy", "kinit admin")
+_BLANKS = (" ", "  ", "\t")
+passwords = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="'\"`$|;&<>\\"),
+                    min_size=4, max_size=40).filter(
+    # (not another flag, a placeholder, or a template's shape: {password}, %PW%, [PASSWORD])
+    lambda v: not v.startswith("-") and not is_placeholder(v) and not re.fullmatch(r"\{.*\}|%.*%|\[.*\]", v))
+
+
+def _quoted(value: str, quote: str) -> str:
+    return f"{quote}{value}{quote}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feeder=st.sampled_from(_FEEDERS), value=passwords, quote=st.sampled_from(("", "'", '"')),
+       blank=st.sampled_from(_BLANKS), reader=st.sampled_from(_READERS), here=st.booleans(),
+       here_reader=st.sampled_from(_HERE_READERS), lead=st.sampled_from(("", "cd app && ", "$ ", "(", "x; ")))
+def test_a_password_on_standard_input_never_survives(feeder: str, value: str, quote: str, blank: str, reader: str,
+                                                      here: bool, here_reader: str, lead: str) -> None:
+    chpasswd = "chpasswd" in (here_reader if here else reader)
+    word = _quoted(f"deploy:{value}" if chpasswd else value, quote)  # (chpasswd reads user:password)
+    command = (f"{lead}{here_reader}{blank}<<<{blank}{word}" if here
+               else f"{lead}{feeder}{blank}{word}{blank}|{blank}{reader}")
+    message: dict[str, Any] = {"role": "assistant", "content": [{"type": "toolCall", "name": "bash",
+                                                                 "arguments": {"command": command}}]}
+    assume(value not in command.replace(word, "", 1))  # (not a word of the command around it)
+    out = REDACTOR.redact_value(message, Findings())
+    assert value not in out["content"][0]["arguments"]["command"].replace("[REDACTED:stdin-password]", ""), command
+    changed, passed = _gated(message)
+    assert changed and passed, command
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(feeder=st.sampled_from(_FEEDERS), name=st.from_regex(r"[A-Z][A-Z_]{2,12}", fullmatch=True),
+       form=st.sampled_from(("${}", "$" + "{{{}}}", '"${}"', "`cat {}`", '"$(cat {})"', "-", "{{{}}}", "%{}%",
+                             "'[{}]'", "<{}>")),
+       reader=st.sampled_from(_READERS))
+def test_standard_input_from_a_reference_or_a_command_is_left_alone(feeder: str, name: str, form: str,
+                                                                     reader: str) -> None:
+    command = f"{feeder} {form.format(name)} | {reader}"
+    assert REDACTOR.redact_text(command, Findings()) == command
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.binary(min_size=1, max_size=64), context=st.sampled_from((
+    "APP_KEY={}", 'APP_KEY="{}"', "'key' => env('APP_KEY', '{}'),", "APP_PREVIOUS_KEYS={},base64:x",
+    '{{"app_key": "{}"}}', "the key is {} now")))
+def test_a_laravel_key_is_redacted_by_its_size(key: bytes, context: str) -> None:
+    """A key of 16 to 64 bytes (Laravel makes 16 or 32) is gone; shorter base64 (a word, a tiny blob) is kept."""
+    encoded = base64.b64encode(key).decode()
+    text = context.format("base64:" + encoded)
+    out = REDACTOR.redact_text(text, Findings())
+    if len(key) >= 16 and not is_placeholder(encoded):
+        assert encoded.rstrip("=") not in out and "[REDACTED:laravel-app-key]" in out, text
+    elif len(key) < 16:
+        assert out == text

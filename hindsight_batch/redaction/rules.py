@@ -200,7 +200,7 @@ _NOT_SECRET_SUFFIXES = (
     "policy", "mode", "format", "size", "provider", "source", "store", "usage", "estimate", "helper", "command",
     "cmd", "method", "scheme", "label", "hint", "prompt", "regex", "pattern", "strategy", "kind", "ref", "index",
     "timeout", "location", "manager", "service", "client", "count", "max", "min", "enabled", "required", "reset",
-    "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn",
+    "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn", "stdin",
 )
 
 
@@ -313,12 +313,82 @@ _CLI_COMMANDS = (
 )
 
 
+# A template where a password goes: {password}, %DB_PASS%, [PASSWORD], <password>.
+_TEMPLATE = re.compile(r"\{(?:[A-Za-z_][\w.\s]*+)?\}|%[A-Za-z_]\w*+%|\[[A-Za-z_][\w\s.\-]*+\]|<[^<>]*+>")
+
+
+def _given_password(value: str) -> bool:
+    """A password given to a command, unless it is a reference, a command's output, another flag, a template or
+    a placeholder ($PW, `cat pw`, -, {password}, %PW%, changeme). A password may begin with any other character
+    ({001, [x9, %a7)."""
+    value = value.strip("\"'")
+    return (len(value) >= 4 and not value.startswith(("$", "`", "-")) and _TEMPLATE.fullmatch(value) is None
+            and not is_placeholder(value))
+
+
+def _stdin_password(match: re.Match[str]) -> bool:
+    """A password on standard input (:func:`_given_password`); what chpasswd reads is user:password."""
+    value = match.group(match.lastindex or 0)
+    if "chpasswd" in match.group(0):
+        value = value.strip("\"'").partition(":")[2]
+    return _given_password(value)
+
+
 def _cli_password(match: re.Match[str]) -> bool:
-    """A password on a command line, unless it is a reference, a placeholder or another flag ($MYSQL_PWD, -)."""
+    """A password on a command line (:func:`_given_password`), where the command is one."""
     before = match.string[match.start() - 1 : match.start()]
     if before and (before.isalnum() or before in "-_./"):
         return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
-    return not match.group(match.lastindex or 0).strip("\"'`").startswith("-") and _url_credential(match)
+    return _given_password(match.group(match.lastindex or 0))
+
+
+# A password piped into a command that reads it from standard input (echo VALUE | docker login --password-stdin,
+# printf '%s' VALUE | sudo -S …, echo user:VALUE | chpasswd), or given to one as a here-string (… <<< VALUE).
+_SUDO_STDIN = rf"sudo(?:[ \t]++{_SHELL_WORD}){{0,4}}?[ \t]++(?:-[A-Za-z]{{0,6}}?S[A-Za-z]{{0,6}}+|--stdin)(?![\w\-])"
+_STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)?(?:" + "|".join((  # (sudo chpasswd)
+    r"[^\n|;&<>]{0,256}?(?<![\w\-])--password-stdin(?![\w\-])",  # docker, podman, helm registry, oras… login
+    r"chpasswd(?![\w\-])",
+    r"passwd --stdin(?![\w\-])",
+    rf"smbpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,4}}?s(?![\w\-])",
+    rf"htpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,6}}?i(?![\w\-])",
+    r"kinit(?![\w\-])",
+    r"gpg2?(?![\w\-])[^\n|;&<>]{0,256}?--passphrase-fd[ =]0(?![\w\-])",
+    r"openssl(?![\w\-])[^\n|;&<>]{0,256}?-pass(?:in|out) stdin(?![\w\-])",
+)) + ")"
+_STDIN_PASSWORD = (
+    # echo [-n] VALUE | reader; printf ['%s\n'] VALUE | reader
+    r"(?<![\w\-./])(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
+    rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
+    # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
+    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit)(?![\w\-])"
+    rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
+)
+# Every match holds one of these (lowercase): "passwd" alone would join the keyword rule's words.
+_STDIN_LITERALS = ("sudo", "password-stdin", "chpasswd", "passwd --stdin", "smbpasswd", "htpa", "kinit",
+                   "passphrase-fd", "-passin stdin", "-passout stdin")
+
+
+def _laravel_key(match: re.Match[str]) -> bool:
+    """Laravel's ``APP_KEY`` is ``base64:`` and 16 or 32 random bytes (AES-128 or -256); other sizes up to 64."""
+    value = match.group(1)
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return 16 <= len(decoded) <= 64 and not is_placeholder(value)
+
+
+# Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
+# to crack offline. Not the "$1$", "$5$" and "$6$" forms, nor Werkzeug's "pbkdf2:sha256:…": with no letter (or none
+# of a letter group's) to look for, each would cost every record one more search (docs/secrets.md).
+_CRYPT = r"[./A-Za-z0-9]"
+_PASSWORD_HASH = (
+    rf"\$2[aby]\$[0-9]{{2}}\${_CRYPT}{{53}}"
+    rf"|\$y\${_CRYPT}{{1,32}}+\${_CRYPT}{{1,64}}+\${_CRYPT}{{43}}"
+    r"|\$argon2(?:id|i|d)\$(?:v=[0-9]{1,3}\$)?m=[0-9]{1,10},t=[0-9]{1,10},p=[0-9]{1,3}\$[A-Za-z0-9+/]{8,128}+"
+    r"\$[A-Za-z0-9+/]{16,512}+"
+    r"|pbkdf2_sha(?:1|256|512)\$[0-9]{1,9}\$[A-Za-z0-9./+]{1,128}+\$[A-Za-z0-9+/]{20,128}+={0,2}+"
+)
 
 
 RULES: tuple[Rule, ...] = (
@@ -469,6 +539,13 @@ RULES: tuple[Rule, ...] = (
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
+    # A password given on standard input: echo VALUE | docker login --password-stdin, … | sudo -S, … <<< VALUE.
+    Rule("stdin-password", (), _c(_STDIN_PASSWORD), -1, _stdin_password, prefilter=_STDIN_LITERALS),
+    # Laravel's APP_KEY (and APP_PREVIOUS_KEYS): base64: and the key, under a name that says nothing of a secret.
+    Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
+         _laravel_key),
+    Rule("password-hash", ("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "pbkdf2_sha"),
+         _c(rf"(?:{_PASSWORD_HASH})(?![A-Za-z0-9./+=$])")),
     Rule(
         "url-credentials",
         ("://",),
