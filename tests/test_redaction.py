@@ -311,6 +311,7 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "cat ~/.pw | sudo -S ls",
         'echo "hello there" | sudo tee /etc/motd',
         "echo hello || sudo -S reboot",
+        'echo "deploy:$DEPLOY_PASSWORD" | sudo chpasswd',
         "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws.com",
         "the payload is base64:SGVsbG8gd29ybGQ=",
         "perl -pe 's/(a)(b)/$2$1/' and $2y$ in prose",

@@ -368,16 +368,6 @@ _STDIN_LITERALS = ("sudo", "password-stdin", "chpasswd", "passwd --stdin", "smbp
                    "passphrase-fd", "-passin stdin", "-passout stdin")
 
 
-def _laravel_key(match: re.Match[str]) -> bool:
-    """Laravel's ``APP_KEY`` is ``base64:`` and 16 or 32 random bytes (AES-128 or -256); other sizes up to 64."""
-    value = match.group(1)
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return 16 <= len(decoded) <= 64 and not is_placeholder(value)
-
-
 # Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
 # to crack offline. Not the "$1$", "$5$" and "$6$" forms, nor Werkzeug's "pbkdf2:sha256:…": with no letter (or none
 # of a letter group's) to look for, each would cost every record one more search (docs/secrets.md).
@@ -541,9 +531,10 @@ RULES: tuple[Rule, ...] = (
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
     # A password given on standard input: echo VALUE | docker login --password-stdin, … | sudo -S, … <<< VALUE.
     Rule("stdin-password", (), _c(_STDIN_PASSWORD), -1, _stdin_password, prefilter=_STDIN_LITERALS),
-    # Laravel's APP_KEY (and APP_PREVIOUS_KEYS): base64: and the key, under a name that says nothing of a secret.
+    # Laravel's APP_KEY (and APP_PREVIOUS_KEYS), under a name that says nothing of a secret: base64: and 22 to 88
+    # characters, 16 to 64 bytes (Laravel makes 16 or 32); shorter is a word or a small blob, longer is data.
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
-         _laravel_key),
+         lambda match: not is_placeholder(match.group(1))),
     Rule("password-hash", ("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "pbkdf2_sha"),
          _c(rf"(?:{_PASSWORD_HASH})(?![A-Za-z0-9./+=$])")),
     Rule(
