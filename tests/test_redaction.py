@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.ledger import Ledger
 from tests.adversarial import adversarial_inputs, near_misses
 from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
-from tests.fixtures.secrets.generate import negatives, samples, survives
+from tests.fixtures.secrets.generate import SERVICE_TOKENS, negatives, samples, survives
 
 CASES = [
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
@@ -241,6 +243,16 @@ def test_every_category_on_unseen_seeds(seed: int) -> None:
         missed[sample.category] += any(survives(secret, out) for secret in sample.secrets)
     low = {category: 1 - missed[category] / n for category, n in total.items() if missed[category] / n > 0.1}
     assert not low, low
+
+
+@pytest.mark.parametrize("make", SERVICE_TOKENS)
+def test_every_service_key_is_found_by_its_prefix_alone(make: Callable[[random.Random], str]) -> None:
+    """Each service's key in prose, with no name or keyword around it, on three seeds."""
+    for seed in (1, 2, 3):
+        key = make(random.Random(seed))
+        findings = Findings()
+        out = Redactor(b"k").redact_text(f"here it is: {key} (from the dashboard)", findings)
+        assert not survives(key, out) and findings.counts["service-token"] == 1, (key[:8], out)
 
 
 @pytest.mark.parametrize(("text", "value"), [

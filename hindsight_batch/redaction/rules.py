@@ -420,8 +420,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "gitlab-token",
-        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "gloas-", "glimt-", "glagent-", "glffct-"),
-        _c(rf"{_NB}gl(?:pat|dt|rt|ptt|soat|cbt|oas|imt|agent|ffct)-[A-Za-z0-9_\-]{{20,255}}+"),
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "gloas-", "glimt-", "glagent-", "glffct-", "glft-"),
+        _c(rf"{_NB}gl(?:pat|dt|rt|ptt|soat|cbt|oas|imt|agent|ffct|ft)-[A-Za-z0-9_\-]{{20,255}}+"),
     ),
     Rule("anthropic-key", ("sk-ant-",), _c(rf"{_NB}sk-ant-[A-Za-z0-9_\-]{{20,512}}+")),
     Rule("openai-key", ("sk-",), _c(rf"{_NB}sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{{20,512}}+")),
@@ -514,7 +514,8 @@ RULES: tuple[Rule, ...] = (
         # holding a "_", and most records do.)
         ("lin_api_", "gsk", "xai-", "pplx-", "r8", "tvly-", "nvapi-", "sntry", "glsa", "dckr", "atatt3", "figd",
          "sq0atp-", "sq0csp-", "ntn", "hvs.", "hvb.", "sbp", "pscale", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "rnd",
-         "fm1", "fm2"),
+         "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
+         "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -523,7 +524,19 @@ RULES: tuple[Rule, ...] = (
             rf"|ATATT3[A-Za-z0-9_\-=]{{150,300}}+|figd_[A-Za-z0-9_\-]{{38,44}}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{{22,43}}"
             rf"|ntn_[0-9]{{11}}[A-Za-z0-9]{{32,40}}|hv[sb]\.[A-Za-z0-9_\-]{{24,200}}+|sbp_[a-f0-9]{{40}}"
             rf"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.\-]{{32,64}}|dp\.(?:pt|st|sa|ct)\.[A-Za-z0-9]{{40,44}}"
-            rf"|rnd_[A-Za-z0-9]{{32}}|fm[12]_[A-Za-z0-9+/=_\-]{{40,2048}}+){_NA}"
+            rf"|rnd_[A-Za-z0-9]{{32}}|fm[12]_[A-Za-z0-9+/=_\-]{{40,2048}}+"
+            # Pinecone, LangSmith, Pulumi, Postman, Contentful, Netlify, Tailscale, Sourcegraph (and Cody), Dynatrace,
+            # RubyGems, Brevo, 1Password service accounts, Amazon Bedrock (long- and short-lived), Artifactory,
+            # Mapbox, Buildkite, Supabase's secret keys. (Pinecone's "pcsk_" keeps its "_": "p" starts no other gate.)
+            rf"|pcsk_[A-Za-z0-9]{{5,6}}_[A-Za-z0-9]{{63}}|lsv2_(?:pt|sk)_[a-f0-9]{{32}}_[a-f0-9]{{10}}|pul-[a-f0-9]{{40}}"
+            rf"|PMAK-[a-f0-9]{{24}}-[a-f0-9]{{34}}|CFPAT-[A-Za-z0-9_\-]{{43}}|nfp_[A-Za-z0-9_]{{36}}"
+            rf"|tskey-[a-z]{{3,10}}-[A-Za-z0-9_]{{6,64}}+-[A-Za-z0-9_]{{16,128}}+"
+            rf"|sgp_(?:[a-fA-F0-9]{{16}}_|local_)?[a-fA-F0-9]{{40}}|slk_[a-f0-9]{{64}}"
+            rf"|dt0c01\.[A-Za-z0-9]{{24}}\.[A-Za-z0-9]{{64}}|rubygems_[a-f0-9]{{48}}|xkeysib-[a-f0-9]{{64}}-[A-Za-z0-9]{{16}}"
+            rf"|ops_eyJ[A-Za-z0-9+/]{{250,4000}}+={{0,3}}+"
+            rf"|ABSK[A-Za-z0-9+/]{{109,269}}+={{0,2}}+|bedrock-api-key-[A-Za-z0-9+/]{{40,4096}}+={{0,2}}+"
+            rf"|AKCp[A-Za-z0-9]{{69}}|sk\.eyJ[A-Za-z0-9_\-.]{{60,240}}+|bkua_[a-z0-9]{{40}}"
+            rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+){_NA}"
         ),
     ),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
