@@ -21,6 +21,9 @@ def adversarial_inputs(megabytes: int = 10) -> dict[str, str]:
         "short-keys": ("sk-" + "a" * 19 + " ") * (n // 23),
         "cookie-run": "cookie:" * (n // 7),
         "url-userinfo": ("x://" + "u" * 250 + ":" + "p" * 250) * (n // 505),
+        "xml-unclosed": ("<db.password a='" + "a" * 200 + "'>" + "v" * 250 + "\n") * (n // 470),
+        "xml-names": ("<" + "password" * 6) * (n // 49),
+        "stdin-pipes": ("echo '" + "p" * 250 + "' | sudo " + "-u x " * 6) * (n // 290),
     }
 
 

@@ -195,6 +195,7 @@ EXPECTED_RULE = {
     "uuid-credential": "secret-assignment", "pass-name": "secret-assignment", "purpose-key": "secret-assignment",
     "cli-password": "cli-password", "base64-private-key": "private-key-base64",
     "stdin-password": "stdin-password", "laravel-app-key": "laravel-app-key", "password-hash": "password-hash",
+    "xml-secret": "xml-secret", "teams-webhook": "teams-webhook",
 }
 
 
@@ -327,6 +328,11 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws.com",
         "the payload is base64:SGVsbG8gd29ybGQ=",
         "perl -pe 's/(a)(b)/$2$1/' and $2y$ in prose",
+        # XML that names a secret without holding one:
+        "<password>${env.NEXUS_PASSWORD}</password>",
+        "<passwordFile>/etc/nexus/pw.txt</passwordFile><tokenizer>bpe-Qz7Lm2Xp9Vk4RtYh5N</tokenizer>",
+        '<add key="PageSize" value="25"/><add key="TokenEndpoint" value="https://login.example.com/token"/>',
+        "<maxTokens>4096</maxTokens><password></password>",
         # A certificate encoded in base64 (a kubeconfig's client-certificate-data) is public:
         "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJYWJjZGVmZ2g=",
     ],

@@ -241,6 +241,16 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
 
 
+def _about_a_secret(rest: str) -> bool:
+    """Whether what follows a secret's word in a name makes the name something else: a longer word (tokenizer,
+    secretary, passwordless) or a name for something about the secret (TOKEN_URL, password_file, passwordHash)."""
+    if not rest:
+        return False
+    if rest[0].islower() and not (rest[0] == "s" and (len(rest) == 1 or not rest[1].islower())):
+        return True
+    return rest.lower().replace("_", "").replace("-", "").replace(".", "").endswith(_NOT_SECRET_SUFFIXES)
+
+
 def _keyword_value(match: re.Match[str]) -> bool:
     """The keyword rule's second look: is the name a secret's name, and is its value a secret?"""
     value = match.group(5)
@@ -250,11 +260,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
     if _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
         return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
     rest = match.group(2)
-    if rest:
-        if rest[0].islower() and not (rest[0] == "s" and (len(rest) == 1 or not rest[1].islower())):
-            return False  # the keyword starts a longer word: tokenizer, secretary, passwordless
-        if rest.lower().replace("_", "").replace("-", "").replace(".", "").endswith(_NOT_SECRET_SUFFIXES):
-            return False
+    if _about_a_secret(rest):
+        return False
     if _HEX.fullmatch(value):
         before = match.string[max(0, match.start() - 24) : match.start()].lower()
         if any(word in before for word in _HASH_WORDS):
@@ -379,6 +386,30 @@ _PASSWORD_HASH = (
     r"\$[A-Za-z0-9+/]{16,512}+"
     r"|pbkdf2_sha(?:1|256|512)\$[0-9]{1,9}\$[A-Za-z0-9./+]{1,128}+\$[A-Za-z0-9+/]{20,128}+={0,2}+"
 )
+
+
+# A secret in XML, as Maven's settings.xml, a .NET config or NuGet's keep it: <password>v</password>,
+# <db.password>v</db.password>, <add key="DbPassword" value="v" />. Judged as a value under that name is. An
+# element's name ends with the secret's word, so that its closing tag holds one of the rule's literals.
+_XML_NAME = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
+_XML_SECRET = (
+    rf"<([\w.\-:]{{0,48}}?{_XML_NAME}s?)(?:[ \t][^<>]{{0,256}}?)?>[ \t]*+([^<>\s][^<>\n]{{0,255}}+)"
+    r"</\1>"
+    rf"|key[ \t]*+=[ \t]*+\"([^\"<>]{{0,48}}?{_XML_NAME}[^\"<>]{{0,32}}?)\""
+    r"[ \t]++value[ \t]*+=[ \t]*+\"([^\"]{1,256}+)\""
+)
+
+
+_XML_NAME_WORD = re.compile(_XML_NAME, re.I)
+
+
+def _xml_secret(match: re.Match[str]) -> bool:
+    """The value under a secret's name, unless the name is about the secret (<passwordFile>, <tokenizer>) or the
+    value is code, a reference or a placeholder (${env.NEXUS_PASSWORD}, {{ password }})."""
+    name = match.group(1) or match.group(3)
+    *_, last = _XML_NAME_WORD.finditer(name)
+    value = match.group(match.lastindex or 0)
+    return not _about_a_secret(name[last.end():]) and not is_code_or_reference(value) and looks_secret(value, name)
 
 
 RULES: tuple[Rule, ...] = (
@@ -548,6 +579,14 @@ RULES: tuple[Rule, ...] = (
     # characters, 16 to 64 bytes (Laravel makes 16 or 32); shorter is a word or a small blob, longer is data.
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
          lambda match: not is_placeholder(match.group(1))),
+    # (Every element's closing tag ends with one of these; every key and value pair holds "value=".)
+    Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret,
+         prefilter=(*(f"{word}{plural}>" for word in ("password", "passwd", "passphrase", "secret", "token", "apikey",
+                                                      "api-key", "accesskey", "access-key", "privatekey",
+                                                      "private-key", "credential") for plural in ("", "s")),
+                    "api_key>", "access_key>", "private_key>", "value=")),
+    Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
+         prefilter=("webhook.office.com",)),
     Rule("password-hash", ("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "pbkdf2_sha"),
          _c(rf"(?:{_PASSWORD_HASH})(?![A-Za-z0-9./+=$])")),
     Rule(
