@@ -147,3 +147,33 @@ def test_a_laravel_key_is_redacted_by_its_size(key: bytes, context: str) -> None
         assert encoded.rstrip("=") not in out and "[REDACTED:laravel-app-key]" in out, text
     elif len(key) < 16:
         assert out == text
+
+
+# A secret in XML, as config files hold it: any element named for a secret (a prefix, the word in any case, a
+# plural), with or without attributes and blanks, or a key and value pair; the value is gone and the gates let it in.
+
+_XML_PREFIXES = ("", "db.", "Smtp", "client_", "ClearText", "jdbc.", "nexus:", "spring.datasource.")
+_XML_WORDS = ("password", "Password", "PASSWORD", "passwd", "secret", "Secret", "token", "Token", "apiKey", "ApiKey",
+              "api-key", "passphrase", "credential", "accessKey", "privateKey")
+# (No backtick: the assignment it is compared with ends a quoted value there; XML does not.)
+xml_values = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="<>&\"'`"),
+                     min_size=8, max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(prefix=st.sampled_from(_XML_PREFIXES), word=st.sampled_from(_XML_WORDS), plural=st.sampled_from(("", "s")),
+       value=xml_values, attributes=st.sampled_from(("", ' type="string"', " a='1' b='2'")),
+       blank=st.sampled_from(("", " ", "\t")), pair=st.booleans())
+def test_a_secret_in_xml_never_survives(prefix: str, word: str, plural: str, value: str, attributes: str,
+                                       blank: str, pair: bool) -> None:
+    """Whatever value the keyword detector takes for a secret under a name (``name="value"``), it is gone from
+    the same name's element or key and value pair."""
+    name = f"{prefix}{word}{plural}"
+    assume(REDACTOR.redact_text(f'{name}="{value}"', Findings()) != f'{name}="{value}"')
+    text = (f'<add key="{name}"{blank or " "}value="{value}" />' if pair
+            else f"<{name}{attributes}>{blank}{value}</{name}>")
+    message: dict[str, Any] = {"role": "toolResult", "content": [{"type": "text", "text": f"<config>{text}</config>"}]}
+    out = REDACTOR.redact_value(message, Findings())
+    assert value not in out["content"][0]["text"], text
+    changed, passed = _gated(message)
+    assert changed and passed, text

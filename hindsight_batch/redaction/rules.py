@@ -409,7 +409,7 @@ def _xml_secret(match: re.Match[str]) -> bool:
     name = match.group(1) or match.group(3)
     *_, last = _XML_NAME_WORD.finditer(name)
     value = match.group(match.lastindex or 0)
-    return not _about_a_secret(name[last.end():]) and not is_code_or_reference(value) and looks_secret(value, name)
+    return not _about_a_secret(name[last.end():]) and looks_secret(value, name)
 
 
 RULES: tuple[Rule, ...] = (
