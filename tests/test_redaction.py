@@ -333,6 +333,7 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "<passwordFile>/etc/nexus/pw.txt</passwordFile><tokenizer>bpe-Qz7Lm2Xp9Vk4RtYh5N</tokenizer>",
         '<add key="PageSize" value="25"/><add key="TokenEndpoint" value="https://login.example.com/token"/>',
         "<maxTokens>4096</maxTokens><password></password>",
+        '<add key="PasswordPolicy" value="Strong-Complex-2024"/><add key="SecretName" value="prod-db-credentials-v2"/>',
         # A certificate encoded in base64 (a kubeconfig's client-certificate-data) is public:
         "client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURCVENDQWUyZ0F3SUJBZ0lJYWJjZGVmZ2g=",
     ],
