@@ -320,8 +320,8 @@ _CLI_COMMANDS = (
 )
 
 
-# A template where a password goes: {password}, %DB_PASS%, [PASSWORD], <password>.
-_TEMPLATE = re.compile(r"\{(?:[A-Za-z_][\w.\s]*+)?\}|%[A-Za-z_]\w*+%|\[[A-Za-z_][\w\s.\-]*+\]|<[^<>]*+>")
+# A template where a password goes: {password}, %DB_PASS%, [PASSWORD] (<password> is a placeholder already).
+_TEMPLATE = re.compile(r"\{(?:[A-Za-z_][\w.\s]*+)?\}|%[A-Za-z_]\w*+%|\[[A-Za-z_][\w\s.\-]*+\]")
 
 
 def _given_password(value: str) -> bool:
@@ -392,6 +392,7 @@ _PASSWORD_HASH = (
 # <db.password>v</db.password>, <add key="DbPassword" value="v" />. Judged as a value under that name is. An
 # element's name ends with the secret's word, so that its closing tag holds one of the rule's literals.
 _XML_NAME = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
+_XML_NAME_WORD = re.compile(_XML_NAME, re.I)
 _XML_SECRET = (
     rf"<([\w.\-:]{{0,48}}?{_XML_NAME}s?)(?:[ \t][^<>]{{0,256}}?)?>[ \t]*+([^<>\s][^<>\n]{{0,255}}+)"
     r"</\1>"
@@ -400,12 +401,9 @@ _XML_SECRET = (
 )
 
 
-_XML_NAME_WORD = re.compile(_XML_NAME, re.I)
-
-
 def _xml_secret(match: re.Match[str]) -> bool:
-    """The value under a secret's name, unless the name is about the secret (<passwordFile>, <tokenizer>) or the
-    value is code, a reference or a placeholder (${env.NEXUS_PASSWORD}, {{ password }})."""
+    """The value under a secret's name, judged as a quoted value is (not ${env.NEXUS_PASSWORD}, {{ password }}),
+    unless the name is about the secret (PasswordPolicy, TokenEndpoint)."""
     name = match.group(1) or match.group(3)
     *_, last = _XML_NAME_WORD.finditer(name)
     value = match.group(match.lastindex or 0)
@@ -585,6 +583,7 @@ RULES: tuple[Rule, ...] = (
                                                       "api-key", "accesskey", "access-key", "privatekey",
                                                       "private-key", "credential") for plural in ("", "s")),
                     "api_key>", "access_key>", "private_key>", "value=")),
+    # A Teams incoming webhook's URL is its credential: whoever holds it posts to the channel.
     Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
          prefilter=("webhook.office.com",)),
     Rule("password-hash", ("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "pbkdf2_sha"),
