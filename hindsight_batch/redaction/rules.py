@@ -370,9 +370,10 @@ _STDIN_PASSWORD = (
     rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit)(?![\w\-])"
     rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
 )
-# Every match holds one of these (lowercase): "passwd" alone would join the keyword rule's words.
-_STDIN_LITERALS = ("sudo", "password-stdin", "chpasswd", "passwd --stdin", "smbpasswd", "htpa", "kinit",
-                   "passphrase-fd", "-passin stdin", "-passout stdin")
+# Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
+# another is searched for in each record that holds that one, and "pass" is in many; and each starts with a letter
+# that other gates start with ("c" and "p" would each cost every record one more search).
+_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd")
 
 
 # Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
@@ -390,11 +391,17 @@ _PASSWORD_HASH = (
 
 # A secret in XML, as Maven's settings.xml, a .NET config or NuGet's keep it: <password>v</password>,
 # <db.password>v</db.password>, <add key="DbPassword" value="v" />. Judged as a value under that name is. An
-# element's name ends with the secret's word, so that its closing tag holds one of the rule's literals.
-_XML_NAME = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)"
+# element's name ends with the secret's word, so that its closing tag ends with one of the rule's literals: the
+# word's last letters, not the keyword rule's words (a record holding "password" or "token" would then be
+# searched for each of the rule's literals, and go to the slow pass whatever the shape of what follows).
+_XML_NAME = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)"
+_XML_ELEMENT = r"(?:(?:password|passphrase|secret|token|credential)s?|(?:api|access|private)[_-]?key)"
+# (Each starts with a letter that starts other gates already: one more would cost every record one more search.)
+_XML_LITERALS = ("ord>", "ords>", "rase>", "rases>", "ret>", "rets>", "oken>", "okens>", "ey>", "ial>", "ials>",
+                 "value=")
 _XML_NAME_WORD = re.compile(_XML_NAME, re.I)
 _XML_SECRET = (
-    rf"<([\w.\-:]{{0,48}}?{_XML_NAME}s?)(?:[ \t][^<>]{{0,256}}?)?>[ \t]*+([^<>\s][^<>\n]{{0,255}}+)"
+    rf"<([\w.\-:]{{0,48}}?{_XML_ELEMENT})(?:[ \t][^<>]{{0,256}}?)?>[ \t]*+([^<>\s][^<>\n]{{0,255}}+)"
     r"</\1>"
     rf"|key[ \t]*+=[ \t]*+\"([^\"<>]{{0,48}}?{_XML_NAME}[^\"<>]{{0,32}}?)\""
     r"[ \t]++value[ \t]*+=[ \t]*+\"([^\"]{1,256}+)\""
@@ -577,17 +584,15 @@ RULES: tuple[Rule, ...] = (
     # characters, 16 to 64 bytes (Laravel makes 16 or 32); shorter is a word or a small blob, longer is data.
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
          lambda match: not is_placeholder(match.group(1))),
-    # (Every element's closing tag ends with one of these; every key and value pair holds "value=".)
-    Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret,
-         prefilter=(*(f"{word}{plural}>" for word in ("password", "passwd", "passphrase", "secret", "token", "apikey",
-                                                      "api-key", "accesskey", "access-key", "privatekey",
-                                                      "private-key", "credential") for plural in ("", "s")),
-                    "api_key>", "access_key>", "private_key>", "value=")),
+    Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
     # A Teams incoming webhook's URL is its credential: whoever holds it posts to the channel.
     Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
          prefilter=("webhook.office.com",)),
+    # (Tried where a hash starts, in records holding one of the prefilter: "pbkdf2_sha" itself would be looked for
+    # in every record holding a "_".)
     Rule("password-hash", ("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "pbkdf2_sha"),
-         _c(rf"(?:{_PASSWORD_HASH})(?![A-Za-z0-9./+=$])")),
+         _c(rf"(?:{_PASSWORD_HASH})(?![A-Za-z0-9./+=$])"),
+         prefilter=("$2a$", "$2b$", "$2y$", "$y$", "$argon2", "bkdf2")),
     Rule(
         "url-credentials",
         ("://",),
