@@ -563,7 +563,7 @@ RULES: tuple[Rule, ...] = (
             rf"|rnd_[A-Za-z0-9]{{32}}|fm[12]_[A-Za-z0-9+/=_\-]{{40,2048}}+"
             # Pinecone, LangSmith, Pulumi, Postman, Contentful, Netlify, Tailscale, Sourcegraph (and Cody), Dynatrace,
             # RubyGems, Brevo, 1Password service accounts, Amazon Bedrock (long- and short-lived), Artifactory,
-            # Mapbox, Buildkite, Supabase's secret keys. (Pinecone's "pcsk_" keeps its "_": "p" starts no other gate.)
+            # Mapbox, Buildkite, Supabase's secret keys. ("pcsk_" keeps its "_": a gate of "p" would cost a search.)
             rf"|pcsk_[A-Za-z0-9]{{5,6}}_[A-Za-z0-9]{{63}}|lsv2_(?:pt|sk)_[a-f0-9]{{32}}_[a-f0-9]{{10}}|pul-[a-f0-9]{{40}}"
             rf"|PMAK-[a-f0-9]{{24}}-[a-f0-9]{{34}}|CFPAT-[A-Za-z0-9_\-]{{43}}|nfp_[A-Za-z0-9_]{{36}}"
             rf"|tskey-[a-z]{{3,10}}-[A-Za-z0-9_]{{6,64}}+-[A-Za-z0-9_]{{16,128}}+"
