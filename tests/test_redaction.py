@@ -325,6 +325,7 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         'echo "hello there" | sudo tee /etc/motd',
         "echo hello || sudo -S reboot",
         'echo "deploy:$DEPLOY_PASSWORD" | sudo chpasswd',
+        'cmd = f"mysql -u app -p{self.password!r} shop" and zip -P %ZIP_PASSWORD% out.zip data/',
         "aws ecr get-login-password | docker login --username AWS --password-stdin 1234.dkr.ecr.aws.com",
         "the payload is base64:SGVsbG8gd29ybGQ=",
         "perl -pe 's/(a)(b)/$2$1/' and $2y$ in prose",

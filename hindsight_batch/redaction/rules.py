@@ -320,8 +320,9 @@ _CLI_COMMANDS = (
 )
 
 
-# A template where a password goes: {password}, %DB_PASS%, [PASSWORD] (<password> is a placeholder already).
-_TEMPLATE = re.compile(r"\{(?:[A-Za-z_][\w.\s]*+)?\}|%[A-Za-z_]\w*+%|\[[A-Za-z_][\w\s.\-]*+\]")
+# A template where a password goes: {password}, {self.pw!r}, %DB_PASS%, [PASSWORD] (<password> is a placeholder
+# already).
+_TEMPLATE = re.compile(r"\{(?:[A-Za-z_][^{}\s]{0,64}+)?\}|%[A-Za-z_]\w*+%|\[[A-Za-z_][\w\s.\-]*+\]")
 
 
 def _given_password(value: str) -> bool:
