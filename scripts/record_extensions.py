@@ -192,13 +192,14 @@ def server_documents(base: str, bank: str) -> dict[str, Any]:
 class Pi:
     """One pi process in RPC mode; prompts wait for the agent to finish, commands for their response."""
 
-    def __init__(self, pi_root: Path, extension: Path, home: Path, project: Path, extra: list[str] | None = None):
+    def __init__(self, pi_root: Path, extension: Path, home: Path, project: Path, probe_out: Path):
         cli = pi_root / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
+        # nothing of this process's environment but PATH: no HINDSIGHT_* switch, no provider key
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-               "PI_OFFLINE": "1", "TZ": "UTC"}
+               "PI_OFFLINE": "1", "TZ": "UTC", "PI_PROBE_OUT": str(probe_out)}
         self.proc = subprocess.Popen(
             ["node", str(cli), "--mode", "rpc", "--provider", "scripted", "--model", "scripted-1",
-             "--offline", "-e", str(extension), *(extra or [])],
+             "--offline", "-e", str(extension)],
             cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notices: list[dict[str, Any]] = []
@@ -336,8 +337,13 @@ class World:
     def project(self) -> Path:
         return self.root / "PROJECT"
 
-    def setup(self, origin_name: str, global_config: dict[str, Any] | None = None, config_file: bool = True) -> None:
-        (self.home / ".pi" / "agent").mkdir(parents=True)
+    def setup(self, origin_name: str, global_config: dict[str, Any] | None = None, config_file: bool = True,
+              pi_dir_symlink: bool = False) -> None:
+        if pi_dir_symlink:  # ~/.pi is a link to another folder (dotfiles managers do this)
+            (self.root / "PI-TARGET" / "agent").mkdir(parents=True)
+            self.home.mkdir()
+            (self.home / ".pi").symlink_to(self.root / "PI-TARGET")
+        (self.home / ".pi" / "agent").mkdir(parents=True, exist_ok=True)
         self.project.mkdir(parents=True)
         models = {"providers": {"scripted": {
             "baseUrl": self.model.base_url, "api": "openai-completions", "apiKey": "scripted-model-needs-no-key",
@@ -362,8 +368,8 @@ class World:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n")
 
-    def pi(self, extra: list[str] | None = None) -> Pi:
-        return Pi(self.pi_root, self.extension, self.home, self.project, extra)
+    def pi(self) -> Pi:
+        return Pi(self.pi_root, self.extension, self.home, self.project, self.root / "probe.jsonl")
 
     def finish(self, pi: Pi) -> int:
         code = pi.close()
@@ -377,7 +383,8 @@ class World:
         root = str(self.root)
         encoded_root = root.lstrip("/").replace("/", "-")
         for old, new in ((hpi_session_name(str(self.project)), hpi_session_name("/PROJECT")),
-                         (f"{root}/PROJECT", "/PROJECT"), (f"{root}/HOME", "/HOME"),
+                         (f"{root}/PROJECT", "/PROJECT"), (f"{root}/PI-TARGET", "/PI-TARGET"),
+                         (f"{root}/HOME", "/HOME"),
                          (f"--{encoded_root}-PROJECT--", "--PROJECT--"), (root, "/TMP"),
                          (self.proxy.url, "http://HINDSIGHT"), (self.server.rstrip("/"), "http://HINDSIGHT"),
                          (self.model.base_url, "http://MODEL/v1")):
@@ -401,6 +408,8 @@ class World:
         self._copy_tree(self.home / ".hindsight", dest / "hindsight-home")
         self._copy_tree(self.project, dest / "project", skip=lambda p: ".git" in p.relative_to(self.project).parts
                         or p.name == "README.md")
+        if (self.root / "probe.jsonl").exists():
+            (dest / "probe.jsonl").write_text(self.normalise((self.root / "probe.jsonl").read_text()))
         server = {bank: server_documents(self.server, bank) for bank in self.banks}
         (dest / "server.json").write_text(self.normalise(json.dumps(server, indent=2, sort_keys=True)) + "\n")
         lines = [json.dumps(r, sort_keys=True) for r in self.proxy.log]
@@ -582,6 +591,41 @@ COMMIT_OF = {"recall-status-0.3.1": HPI_OLD_COMMIT}  # every other scenario runs
 NO_SHIM = {"server-1.1-profile-gone"}
 
 
+# ---------------------------------------------------------------- pi itself, as luxus's code would see it
+
+
+def probe_symlinked_home(world: World, out: Path) -> None:
+    """``~/.pi`` a symlink; two turns (one with a tool call) and exit, the probe extension logging what pi hands an
+    extension: the session path as pi spells it and agent_end's messages (luxus's cursor input)."""
+    world.setup("pi-probe", config_file=False, pi_dir_symlink=True)
+    world.banks.clear()  # no Hindsight extension runs here
+    pi = world.pi()
+    pi.prompt("First probe turn. " + TOOL_TRIGGER)
+    pi.prompt("Second probe turn.")
+    world.finish(pi)
+    world.snapshot(out / "symlinked-home")
+
+
+PROBE_SCENARIOS: dict[str, Scenario] = {"symlinked-home": probe_symlinked_home}
+PROBE = ROOT / "scripts" / "pi_probe_extension.mjs"
+
+
+@dataclass
+class Extension:
+    scenarios: dict[str, Scenario]
+    code: Callable[[str], Path]  # the extension entry for a scenario
+    provenance: dict[str, Any]
+
+
+EXTENSIONS = {
+    "hpi": Extension(HPI_SCENARIOS, lambda name: prepare_hpi(COMMIT_OF.get(name, HPI_COMMIT)) / "extensions",
+                     {"extension": "walodayeet/hindsight-pi", "commit": HPI_COMMIT, "commit_of_scenario": COMMIT_OF,
+                      "client": HPI_CLIENT}),
+    "pi-probe": Extension(PROBE_SCENARIOS, lambda _name: PROBE,
+                          {"extension": "scripts/pi_probe_extension.mjs (this project's probe, not luxus's code)"}),
+}
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -596,57 +640,70 @@ def start_server(state: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ext", choices=["hpi"], default="hpi")
-    parser.add_argument("--scenario", action="append", choices=sorted(HPI_SCENARIOS))
+    parser.add_argument("--ext", action="append", choices=sorted(EXTENSIONS), help="default: all")
+    parser.add_argument("--scenario", action="append", help="default: all of the extension's")
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "extensions")
     parser.add_argument("--server", help="a running server's URL (default: start one with scripts/hindsight-server)")
     parser.add_argument("--keep", action="store_true", help="keep the scenario folders (for debugging)")
     args = parser.parse_args()
+    chosen = {ext: [n for n in EXTENSIONS[ext].scenarios if not args.scenario or n in args.scenario]
+              for ext in args.ext or sorted(EXTENSIONS)}
+    unknown = set(args.scenario or []) - {n for names in chosen.values() for n in names}
+    if unknown:
+        parser.error(f"no such scenario for {sorted(chosen)}: {sorted(unknown)}")
 
     pi_root = install_pi()
     state = WORK / "server-state"
     server = args.server or start_server(state)
     model = ScriptedModel().start()
     server_version = api(server, "/version").get("api_version")
-    failures: dict[str, str] = {}
-    ran: list[str] = []
+    failed = False
     try:
-        for name in args.scenario or list(HPI_SCENARIOS):
-            root = Path(tempfile.mkdtemp(prefix=f"rec-{name}-", dir=WORK))
-            proxy = ServerProxy(server, profile_shim=name not in NO_SHIM)
-            proxy.up()
-            extension = prepare_hpi(COMMIT_OF.get(name, HPI_COMMIT)) / "extensions"
-            world = World(name, root, pi_root, extension, proxy, server, model)
-            say(f"{args.ext} {name} in {root}")
-            try:
-                HPI_SCENARIOS[name](world, args.out / args.ext)
-                ran.append(name)
-            except Exception as error:
-                failures[name] = f"{type(error).__name__}: {world.normalise(str(error))[-1500:]}"
-                say(f"{name} FAILED: {failures[name]}")
-            finally:
-                proxy.down()
-                if not args.keep:
-                    shutil.rmtree(root, ignore_errors=True)
+        for ext, names in chosen.items():
+            if names:
+                failed |= record(ext, names, args, pi_root, server, model, str(server_version))
     finally:
         model.stop()
         if not args.server:
             subprocess.run([str(ROOT / "scripts" / "hindsight-server"), "stop", "--state", str(state)],
                            timeout=300, check=False)
+    return 1 if failed else 0
+
+
+def record(ext: str, names: list[str], args: argparse.Namespace, pi_root: Path, server: str, model: ScriptedModel,
+           server_version: str) -> bool:
+    """Runs the scenarios, writes <out>/<ext>/provenance.json; True if one failed."""
+    extension = EXTENSIONS[ext]
+    failures: dict[str, str] = {}
+    ran: list[str] = []
+    for name in names:
+        root = Path(tempfile.mkdtemp(prefix=f"rec-{name}-", dir=WORK))
+        proxy = ServerProxy(server, profile_shim=name not in NO_SHIM)
+        proxy.up()
+        world = World(name, root, pi_root, extension.code(name), proxy, server, model)
+        say(f"{ext} {name} in {root}")
+        try:
+            extension.scenarios[name](world, args.out / ext)
+            ran.append(name)
+        except Exception as error:  # one scenario's failure is recorded, the others still run
+            failures[name] = f"{type(error).__name__}: {world.normalise(str(error))[-1500:]}"
+            say(f"{name} FAILED: {failures[name]}")
+        finally:
+            proxy.down()
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    provenance = args.out / args.ext / "provenance.json"
+    provenance = args.out / ext / "provenance.json"
     provenance.parent.mkdir(parents=True, exist_ok=True)
     # a partial re-run keeps the earlier runs' lines: each scenario folder comes from the last run that names it
     runs = json.loads(provenance.read_text()).get("runs", []) if provenance.exists() else []
     this_run = {"recorded": stamp, "command": " ".join(["scripts/record_extensions.py", *sys.argv[1:]]),
                 "scenarios": sorted(ran), "failures": failures}
-    summary: dict[str, Any] = {
-        "extension": "walodayeet/hindsight-pi", "commit": HPI_COMMIT, "commit_of_scenario": COMMIT_OF,
-        "client": HPI_CLIENT, "pi": f"@mariozechner/pi-coding-agent@{PI_VERSION}",
-        "server": f"hindsight-api-slim {server_version}", "runs": [*runs, this_run]}
+    summary: dict[str, Any] = {**extension.provenance, "pi": f"@mariozechner/pi-coding-agent@{PI_VERSION}",
+                               "server": f"hindsight-api-slim {server_version}", "runs": [*runs, this_run]}
     provenance.write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
-    return 1 if failures else 0
+    return bool(failures)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-HPI = Path(__file__).resolve().parent / "fixtures" / "extensions" / "hpi"
+RECORDINGS = Path(__file__).resolve().parent / "fixtures" / "extensions"
+HPI = RECORDINGS / "hpi"
+PROBE = RECORDINGS / "pi-probe" / "symlinked-home"  # pi's own side of luxus's facts (luxus could not be run)
 HPI_SCENARIOS = sorted(p.name for p in HPI.iterdir() if p.is_dir())
 
 
@@ -69,12 +71,12 @@ def meta_entries(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_every_recording_is_normalised_and_keyless() -> None:
     assert {"live-k2", "complete", "off-session", "off-project", "tags", "backfill-session", "backfill-historical",
             "queued", "recall-persisted"} <= set(HPI_SCENARIOS)
-    for path in HPI.rglob("*"):
+    for path in RECORDINGS.rglob("*"):
         if path.is_file():
             text = path.read_text()
             assert "/tmp/" not in text and "/root" not in text and "scripted-model-needs-no-key" not in text, path
-    for scenario in HPI_SCENARIOS:
-        for path in session_files(scenario):
+    for path in [*HPI.rglob("*.jsonl"), *PROBE.rglob("*.jsonl")]:
+        if "sessions" in path.parts:
             header = entries(path)[0]
             assert header["type"] == "session" and header["cwd"] == "/PROJECT"
             assert path.name.endswith(f"_{header['id']}.jsonl")
@@ -210,3 +212,27 @@ def test_hpi_retains_nothing_without_config_or_on_a_1_1_server(scenario: str) ->
     assert queue(scenario) == [] and "error" in server(scenario)
     assert [(r["path"].rsplit("/", 1)[-1], r["status"]) for r in requests(scenario)] == (
         [] if scenario == "no-config" else [("profile", 410)])
+
+
+def test_pi_spells_the_session_path_through_a_symlinked_pi_folder() -> None:
+    """``~/.pi`` linked to /PI-TARGET: pi hands extensions the path joined from the home folder, unresolved
+    (luxus hashes this spelling for its session meta key and cursor key)."""
+    probe = [json.loads(line) for line in (PROBE / "probe.jsonl").read_text().splitlines()]
+    (path,) = sorted((PROBE / "sessions").rglob("*.jsonl"))
+    spelled = f"/HOME/.pi/agent/sessions/--PROJECT--/{path.name}"
+    assert {p["sessionFile"] for p in probe if "sessionFile" in p} == {spelled}
+    assert probe[0]["event"] == "session_start" and probe[0]["homedir"] == "/HOME"
+
+
+def test_pi_agent_end_messages_carry_no_entry_ids_and_cover_the_last_run_only() -> None:
+    """What luxus builds its v3 cursor from: agent_end's messages have no ``id`` (so its messageIds are "") and
+    hold only the run that just ended (so its index counts within that run)."""
+    probe = [json.loads(line) for line in (PROBE / "probe.jsonl").read_text().splitlines()]
+    ends = [p for p in probe if p["event"] == "agent_end"]
+    assert [len(e["messages"]) for e in ends] == [4, 2]  # a tool-call run, then a plain one
+    assert all("id" not in m["keys"] for e in ends for m in e["messages"])
+    (path,) = sorted((PROBE / "sessions").rglob("*.jsonl"))
+    session = [e for e in entries(path) if e["type"] == "message"]
+    assert [m["role"] for e in ends for m in e["messages"]] == [e["message"]["role"] for e in session]
+    assert [m["timestamp"] for e in ends for m in e["messages"]] == [e["message"]["timestamp"] for e in session]
+    assert ends[-1]["branchEntryIds"] == [e["id"] for e in session]  # the ids exist only in the session
