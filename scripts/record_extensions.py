@@ -192,14 +192,15 @@ def server_documents(base: str, bank: str) -> dict[str, Any]:
 class Pi:
     """One pi process in RPC mode; prompts wait for the agent to finish, commands for their response."""
 
-    def __init__(self, pi_root: Path, extension: Path, home: Path, project: Path, probe_out: Path):
+    def __init__(self, pi_root: Path, extension: Path, home: Path, project: Path, probe_out: Path,
+                 args: list[str], env_extra: dict[str, str]):
         cli = pi_root / "node_modules" / "@mariozechner" / "pi-coding-agent" / "dist" / "cli.js"
         # nothing of this process's environment but PATH: no HINDSIGHT_* switch, no provider key
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-               "PI_OFFLINE": "1", "TZ": "UTC", "PI_PROBE_OUT": str(probe_out)}
+               "PI_OFFLINE": "1", "TZ": "UTC", "PI_PROBE_OUT": str(probe_out), **env_extra}
         self.proc = subprocess.Popen(
             ["node", str(cli), "--mode", "rpc", "--provider", "scripted", "--model", "scripted-1",
-             "--offline", "-e", str(extension)],
+             "--offline", "-e", str(extension), *args],
             cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.notices: list[dict[str, Any]] = []
@@ -368,8 +369,10 @@ class World:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n")
 
-    def pi(self) -> Pi:
-        return Pi(self.pi_root, self.extension, self.home, self.project, self.root / "probe.jsonl")
+    def pi(self, args: list[str] | None = None, env: dict[str, str] | None = None) -> Pi:
+        """``args`` for pi (``--continue``), ``env`` added to its otherwise bare environment."""
+        return Pi(self.pi_root, self.extension, self.home, self.project, self.root / "probe.jsonl", args or [],
+                  env or {})
 
     def finish(self, pi: Pi) -> int:
         code = pi.close()
@@ -564,6 +567,44 @@ def hpi_recall_status_old(world: World, out: Path) -> None:
     world.snapshot(out / "recall-status-0.3.1")
 
 
+def hpi_resumed(world: World, out: Path) -> None:
+    """Two turns, exit (first flush); ``pi --continue`` the same session, one turn, exit (second flush). With
+    update_mode dropped by the client, what does the server keep of the first flush?"""
+    world.setup("hpi-resumed")
+    pi = world.pi()
+    pi.prompt("First run, first turn.")
+    pi.prompt("First run, second turn.")
+    world.finish(pi)
+    pi = world.pi(["--continue"])
+    pi.prompt("Second run (resumed), third turn.")
+    world.finish(pi)
+    world.snapshot(out / "resumed")
+
+
+def hpi_new_session_with_parent(world: World, out: Path) -> None:
+    """One turn; then pi's new_session with parentSession (what /new after a fork does): hpi flushes the first
+    session at session_before_switch, and the child's records carry its parent tag."""
+    world.setup("hpi-parent")
+    pi = world.pi()
+    pi.prompt("Parent session turn.")
+    parent_file = pi.state()["sessionFile"]
+    pi.send({"type": "new_session", "parentSession": parent_file})
+    pi.wait_status("connected")
+    pi.prompt("Child session turn.")
+    world.finish(pi)
+    world.snapshot(out / "new-session-with-parent")
+
+
+def hpi_env_only(world: World, out: Path) -> None:
+    """No config file; only HINDSIGHT_BASE_URL set (hpi's enabled default is true then): its defaults apply
+    (bank strategy per-repo: the origin's last segment)."""
+    world.setup("hpi-env-only", config_file=False)
+    pi = world.pi(env={"HINDSIGHT_BASE_URL": world.proxy.url})
+    pi.prompt("A turn with only HINDSIGHT_BASE_URL set.")
+    world.finish(pi)
+    world.snapshot(out / "env-only")
+
+
 def hpi_profile_gone(world: World, out: Path) -> None:
     """No shim: the real 1.1.0 answer (410) to hpi's bank check. hpi stays offline: nothing queued or stored."""
     world.setup("hpi-profile-gone")
@@ -585,6 +626,9 @@ HPI_SCENARIOS: dict[str, Scenario] = {
     "recall-persisted": hpi_recall_persisted,
     "server-1.1-profile-gone": hpi_profile_gone,
     "no-config": hpi_no_config,
+    "env-only": hpi_env_only,
+    "resumed": hpi_resumed,
+    "new-session-with-parent": hpi_new_session_with_parent,
     "recall-status-0.3.1": hpi_recall_status_old,
 }
 COMMIT_OF = {"recall-status-0.3.1": HPI_OLD_COMMIT}  # every other scenario runs HPI_COMMIT

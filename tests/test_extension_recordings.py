@@ -236,3 +236,33 @@ def test_pi_agent_end_messages_carry_no_entry_ids_and_cover_the_last_run_only() 
     assert [m["role"] for e in ends for m in e["messages"]] == [e["message"]["role"] for e in session]
     assert [m["timestamp"] for e in ends for m in e["messages"]] == [e["message"]["timestamp"] for e in session]
     assert ends[-1]["branchEntryIds"] == [e["id"] for e in session]  # the ids exist only in the session
+
+
+def test_hpi_second_flush_replaces_the_first() -> None:
+    """A resumed session flushes again under the same document id without update_mode: the server keeps only the
+    last flush's turns, the earlier ones are lost (they are in the session file only)."""
+    session_id, lines = only_session("resumed")
+    flushes = [r["body"]["items"] for r in requests("resumed") if r["path"].endswith("/memories")]
+    assert [len(items) for items in flushes] == [4, 2]
+    (doc,) = documents("resumed")
+    assert doc["id"] == session_id
+    first, second, third = texts(lines, "user")
+    assert third in doc["original_text"] and first not in doc["original_text"] and second not in doc["original_text"]
+
+
+def test_hpi_parent_tag_names_the_parent_file_or_the_session_itself() -> None:
+    parent_path, child_path = session_files("new-session-with-parent")
+    parent, child = entries(parent_path)[0], entries(child_path)[0]
+    assert child["parentSession"] == f"/HOME/.pi/agent/sessions/--PROJECT--/{parent_path.name}"
+    docs = {d["id"]: d for d in documents("new-session-with-parent")}
+    assert f"parent:{parent['id']}" in docs[parent["id"]]["tags"]  # no parent: the session's own uuid
+    assert f"parent:{parent_path.name.removesuffix('.jsonl')}" in docs[child["id"]]["tags"]  # <timestamp>_<uuid>
+
+
+def test_hpi_with_only_the_base_url_variable_uses_its_defaults() -> None:
+    """No config file but HINDSIGHT_BASE_URL: enabled, bank per-repo (the origin's last segment)."""
+    assert not (HPI / "env-only" / "hindsight-home").exists()
+    (bank,) = json.loads((HPI / "env-only" / "server.json").read_text())
+    assert bank == "hpi-env-only"  # origin git@example.invalid:acme/hpi-env-only.git
+    session_id, _lines = only_session("env-only")
+    assert [d["id"] for d in documents("env-only")] == [session_id]
