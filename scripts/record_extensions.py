@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Record what the live Pi extensions really write (issue 36, item 7): tests/fixtures/extensions/<ext>/<scenario>/.
 
-    .venv/bin/python scripts/record_extensions.py [--ext hpi] [--scenario NAME ...] [--out DIR] [--keep]
+    .venv/bin/python scripts/record_extensions.py [--ext hpi|pi-probe ...] [--scenario NAME ...] [--out DIR]
+                                                  [--server URL] [--keep]
 
-Each scenario runs the extension's own code, unchanged, inside pi (``--mode rpc``, the pinned pi of
+Extensions: ``hpi`` (walodayeet/hindsight-pi from the machine's git mirror at a pinned commit) and ``pi-probe``
+(scripts/pi_probe_extension.mjs, ours: what pi itself hands an extension, the pi side of pi-hindsight's facts,
+since pi-hindsight is not served by the registry reachable here). Each scenario runs the extension's own code,
+unchanged, inside pi (``--mode rpc``, the pinned pi of
 tests/test_pi_conformance.py's ``install_pi``) under a private HOME, with a scripted model on 127.0.0.1
 (scripts/scripted_model.py, a custom provider in ``~/.pi/agent/models.json``) and the real Hindsight server
 (scripts/hindsight-server) behind a small proxy on 127.0.0.1 that logs what the extension sends and can be switched
 off (the "server down at flush time" scenario). What is recorded, with temp paths normalised (PROVENANCE.md):
 ``sessions/`` (pi's session files), ``hindsight-home/`` (``~/.hindsight``: queues, config), ``project/`` (the
 project's ``.hindsight``/``.pi`` files), ``server.json`` (the bank's documents as the server holds them),
-``requests.jsonl`` (the extension's requests to the server) and ``notices.json`` (what its commands told the user).
+``requests.jsonl`` (the extension's requests to the server), ``notices.json`` (what its commands told the user)
+and, for the probe, ``probe.jsonl``. Each run appends itself to ``<out>/<ext>/provenance.json``.
 
 Not part of the test suite: it needs npm and the network to the registry. The tests read the committed recordings.
 """
