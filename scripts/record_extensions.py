@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from scripted_model import TOOL_TRIGGER, ScriptedModel  # noqa: E402
+from scripted_model import RETAIN_TRIGGER, TOOL_TRIGGER, ScriptedModel  # noqa: E402
 
 from tests.test_pi_conformance import PI_VERSION, install_pi  # noqa: E402
 
@@ -610,6 +610,15 @@ def hpi_env_only(world: World, out: Path) -> None:
     world.snapshot(out / "env-only")
 
 
+def hpi_explicit_retain(world: World, out: Path) -> None:
+    """The model calls hpi's hindsight_retain tool (the user asked it to remember something), then pi exits."""
+    world.setup("hpi-explicit")
+    pi = world.pi()
+    pi.prompt("Remember that releases are cut on Fridays. " + RETAIN_TRIGGER)
+    world.finish(pi)
+    world.snapshot(out / "explicit-retain")
+
+
 def hpi_profile_gone(world: World, out: Path) -> None:
     """No shim: the real 1.1.0 answer (410) to hpi's bank check. hpi stays offline: nothing queued or stored."""
     world.setup("hpi-profile-gone")
@@ -632,6 +641,7 @@ HPI_SCENARIOS: dict[str, Scenario] = {
     "server-1.1-profile-gone": hpi_profile_gone,
     "no-config": hpi_no_config,
     "env-only": hpi_env_only,
+    "explicit-retain": hpi_explicit_retain,
     "resumed": hpi_resumed,
     "new-session-with-parent": hpi_new_session_with_parent,
     "recall-status-0.3.1": hpi_recall_status_old,

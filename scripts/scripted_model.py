@@ -2,7 +2,8 @@
 
 It speaks the OpenAI chat-completions protocol (streamed, as pi's ``openai-completions`` provider asks for it) and
 answers from a script, not from a model: a user prompt containing ``[tool]`` gets one ``read`` tool call for
-``README.md`` first, every other request a short text that quotes the prompt. Deterministic, so two recordings
+``README.md`` first, one containing ``[retain]`` a ``hindsight_retain`` call (hpi's explicit-memory tool) with the
+prompt as its content, every other request a short text that quotes the prompt. Deterministic, so two recordings
 of one scenario differ only in ids and times.
 """
 
@@ -14,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 TOOL_TRIGGER = "[tool]"
+RETAIN_TRIGGER = "[retain]"  # the model calls an extension's explicit-memory tool (hpi's hindsight_retain)
 
 
 def _text_of(message: dict[str, Any]) -> str:
@@ -34,6 +36,9 @@ def scripted_reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
     tool_done = any(m.get("role") == "tool" for m in messages[last_user + 1:])
     if TOOL_TRIGGER in prompt and not tool_done:
         return {"tool_call": {"name": "read", "arguments": json.dumps({"path": "README.md"})}}
+    if RETAIN_TRIGGER in prompt and not tool_done:
+        content = prompt.replace(RETAIN_TRIGGER, "").strip()
+        return {"tool_call": {"name": "hindsight_retain", "arguments": json.dumps({"content": content})}}
     first_line = prompt.strip().splitlines()[0] if prompt.strip() else ""
     return {"text": f"Scripted answer to: {first_line[:80]}" + (" (after reading README.md)" if tool_done else "")}
 

@@ -266,3 +266,19 @@ def test_hpi_with_only_the_base_url_variable_uses_its_defaults() -> None:
     assert bank == "hpi-env-only"  # origin git@example.invalid:acme/hpi-env-only.git
     session_id, _lines = only_session("env-only")
     assert [d["id"] for d in documents("env-only")] == [session_id]
+
+
+def test_hpi_explicit_retain_is_a_separate_document_under_a_server_made_id() -> None:
+    """The model's hindsight_retain call stores the given text alone (no document id: the server makes one, tags
+    kind:explicit); the session document still holds the turn around it."""
+    session_id, lines = only_session("explicit-retain")
+    call = next(b for e in lines if e["type"] == "message" and e["message"]["role"] == "assistant"
+                for b in e["message"]["content"] if b.get("type") == "toolCall")
+    assert call["name"] == "hindsight_retain"
+    docs = {d["id"]: d for d in documents("explicit-retain")}
+    (explicit_id,) = set(docs) - {session_id}
+    explicit = docs[explicit_id]
+    assert explicit["original_text"] == call["arguments"]["content"]
+    assert sorted(explicit["tags"]) == sorted(["source:pi", "workspace:pi", "bank:hpi-explicit", "kind:explicit",
+                                               "origin:explicit"])
+    assert explicit["document_metadata"]["explicit"] == "true"
