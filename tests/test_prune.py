@@ -659,3 +659,65 @@ def test_backups_are_private_whatever_the_umask_and_the_session_keeps_its_mode(t
         assert Path(result.backup or "").stat().st_mode & 0o777 == 0o600
     assert backup_dir.stat().st_mode & 0o777 == 0o700
     assert path.stat().st_mode & 0o777 == 0o644  # the session file itself is pi's: its mode is kept
+
+
+@pytest.mark.parametrize("trailing", ["}", "]", '{"type":"custom","id":"x9","parentId":null}', "} "])
+@pytest.mark.parametrize("key_order", ["pi's", "another"])
+def test_a_child_of_recall_on_a_line_with_trailing_data_is_a_line_pi_drops_and_stays_as_it_was(
+    runner: CliRunner, tmp_path: Path, trailing: str, key_order: str
+) -> None:
+    """An object followed on its line by "}", "]" or a second object: JSON.parse refuses the line, so pi drops it
+    whole, like a glued line. As the child of a removed recall it stays byte for byte (planning it once raised
+    JSONDecodeError, exit 70, and every later file kept its recall); the other files are pruned."""
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.raw(recall_line(1, "r1", u1))
+    child: dict[str, Any] = {"type": "message", "id": "a1", "parentId": "r1",
+                             "message": {"role": "assistant", "content": [{"type": "text", "text": "x"}]}}
+    if key_order != "pi's":
+        child = {"id": child.pop("id"), **child}
+    damaged = json.dumps(child, separators=(",", ":")) + trailing
+    b.raw(damaged)
+    b.leaf = "a1"
+    b.user("next")
+    folder = tmp_path / "sessions"
+    path = b.write(folder / "a.jsonl")
+    other, _ = tree(tmp_path)
+    other_path = other.write(folder / "b.jsonl")
+    old = time.time() - 7200
+    for p in (path, other_path):
+        os.utime(p, (old, old))
+    preview = invoke(runner, "prune-recall-messages", str(folder), "--json")
+    assert preview.exit_code == 0, preview.stderr
+    assert [f["status"] for f in json.loads(preview.output)["files"]] == ["preview", "preview"]
+    done = invoke(runner, "prune-recall-messages", str(folder), "--confirm", "--json")
+    assert done.exit_code == 0, done.stderr
+    assert [f["status"] for f in json.loads(done.output)["files"]] == ["pruned", "pruned"]
+    data = path.read_bytes()
+    assert b"PRUNE-ME" not in data and b"PRUNE-ME" not in other_path.read_bytes()
+    assert damaged.encode() + b"\n" in data  # the line pi drops: as it was
+
+
+def test_a_bug_met_in_one_file_names_it_and_every_other_file_is_pruned(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    paths = [tree(tmp_path)[0].write(folder / f"{name}.jsonl") for name in "abc"]
+    old = time.time() - 7200
+    for p in paths:
+        os.utime(p, (old, old))
+    original = paths[1].read_bytes()
+    real_plan = prune.plan_prune
+
+    def plan_failing_on_b(path: Path, types: Any = prune.DEFAULT_TYPES) -> prune.PrunePlan:
+        if path.name == "b.jsonl":
+            raise ValueError("something unforeseen")
+        return real_plan(path, types)
+
+    monkeypatch.setattr(prune, "plan_prune", plan_failing_on_b)
+    result = invoke(runner, "prune-recall-messages", str(folder), "--confirm")
+    assert result.exit_code == 1
+    assert f"failed: {paths[1]}" in result.stderr and "ValueError: something unforeseen" in result.stderr
+    assert "pruned 2" in result.stderr
+    assert paths[1].read_bytes() == original
+    assert all(b"PRUNE-ME" not in p.read_bytes() for p in (paths[0], paths[2]))

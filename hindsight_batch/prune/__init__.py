@@ -155,6 +155,11 @@ def iter_results(paths: Iterable[Path], **options: Any) -> Iterator[PruneResult]
             yield prune_file(path, **options)
         except OSError as exc:
             yield PruneResult(source_name(path), "failed", {}, reason=f"{exc.strerror or exc}")
+        except Exception as exc:  # a bug met in one file: named, and every other file is still pruned
+            from hindsight_batch.redaction.messages import failure_reason
+
+            yield PruneResult(source_name(path), "failed", {},
+                              reason=f"{failure_reason(exc)} (a bug in hindsight-batch; the file was not changed)")
 
 
 def parse_duration(value: str) -> float:

@@ -119,7 +119,8 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                 continue
             objects = [o for o in parse_line(stream, line, fast_path_tried=fast is not None)
                        if not isinstance(o, Malformed)]
-            for obj in (o.obj for o in objects):
+            for parsed in objects:
+                obj = parsed.obj
                 if not version:
                     if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
                         return 0, [], "not a Pi session (no header on its first object)"
@@ -130,7 +131,9 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                     continue
                 if obj.get("type") == "session":
                     continue
-                entries.append(entry_of(obj, line, len(entries), len(objects) > 1, types))
+                # The reader's rule for a line pi drops whole (JSON.parse refuses it): more than one value, or an
+                # object followed by anything else ("}", "]", text). Such a line is never changed.
+                entries.append(entry_of(obj, line, len(entries), parsed.glued, types))
             offset = end + 1
     if not version:
         return 0, [], "no readable session header"
