@@ -721,3 +721,31 @@ def test_a_bug_met_in_one_file_names_it_and_every_other_file_is_pruned(
     assert "pruned 2" in result.stderr
     assert paths[1].read_bytes() == original
     assert all(b"PRUNE-ME" not in p.read_bytes() for p in (paths[0], paths[2]))
+
+
+@pytest.mark.parametrize("where", ["beside", "backup-dir"])
+def test_a_rerun_after_a_kill_that_left_its_backup_link_finishes_the_job(
+    runner: CliRunner, tmp_path: Path, where: str
+) -> None:
+    """A run killed between linking its backup and the rename leaves the backup as a second name of the session
+    file: the re-run must not take its own backup for another hard link (it refused, asking for --force)."""
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    original = path.read_bytes()
+    backup_dir = tmp_path / "backups" if where == "backup-dir" else None
+    if backup_dir is not None:
+        backup_dir.mkdir()
+    stale = prune_write.backup_path(path, backup_dir)
+    os.link(path, stale)  # what the killed run had done
+    options = ["--backup-dir", str(backup_dir)] if backup_dir is not None else []
+    preview = invoke(runner, "prune-recall-messages", str(path), *options)
+    assert preview.exit_code == 0 and "hard link" not in preview.stderr
+    done = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--json", *options)
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.output)["files"][0]
+    assert report["status"] == "pruned" and report["reason"] is None
+    assert b"PRUNE-ME" not in path.read_bytes() and path.stat().st_nlink == 1
+    assert Path(report["backup"]).read_bytes() == original
+    assert not stale.exists()  # the killed run's backup was the session file itself: nothing of it is lost

@@ -3,7 +3,9 @@ replacement (:func:`hindsight_batch.fsutil.replace_file`) guarded against a file
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import glob
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -76,6 +78,23 @@ def clean_stray_temps(folder: Path) -> None:
         pid = candidate.name.rsplit("-", 1)[-1].removesuffix(".tmp")
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             candidate.unlink(missing_ok=True)
+
+
+def own_backup_links(path: Path, backup_dir: Path | None) -> list[Path]:
+    """Backups of ``path`` that are ``path`` itself: a run killed after linking its backup and before the rename
+    left the original in place with the backup as a second name. They are not other hard links (the rename would
+    leave no one else the old file), and nothing is lost removing them."""
+    here = path.stat()
+    if here.st_nlink == 1:
+        return []
+    found = []
+    for folder in dict.fromkeys((path.parent, backup_dir or path.parent)):
+        for candidate in folder.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*.bak"):
+            with contextlib.suppress(OSError):
+                there = candidate.stat(follow_symlinks=False)
+                if (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
+                    found.append(candidate)
+    return found
 
 
 def same_file(path: Path, size: int, mtime_ns: int) -> bool:
