@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, open_private, private_dir, replace_file, write_all
+from hindsight_batch.fsutil import (
+    PRIVATE_FILE,
+    fsync_dir,
+    open_private,
+    open_regular_file,
+    private_dir,
+    replace_file,
+    write_all,
+)
 from hindsight_batch.prune.plan import Edit, PrunePlan
 
 BACKUP_MARK = ".hindsight-prune-"
@@ -33,7 +41,7 @@ def regions(plan: PrunePlan) -> Iterator[tuple[int, int, bytes]]:
 def write_new(plan: PrunePlan, out: int) -> None:
     """The original with the edits applied. Unchanged runs are copied inside the kernel (``copy_file_range``),
     falling back to reads and writes where that is not possible."""
-    with plan.path.open("rb") as source:
+    with open_regular_file(plan.path) as source:
         if os.fstat(source.fileno()).st_size < plan.size:
             raise PruneRefused("the file got shorter while it was being rewritten")
         written = 0
@@ -149,7 +157,7 @@ def make_backup(path: Path, backup: Path, copy: bool) -> None:
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                 raise
-    with path.open("rb") as source, open_private(backup, "xb") as out:
+    with open_regular_file(path) as source, open_private(backup, "xb") as out:
         stat = os.fstat(source.fileno())
         copy_range(source.fileno(), out.fileno(), 0, stat.st_size, 0)
         os.utime(out.fileno(), ns=(stat.st_atime_ns, stat.st_mtime_ns))

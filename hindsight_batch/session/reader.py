@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hindsight_batch.fsutil import open_regular, open_regular_file
 from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,
@@ -148,8 +149,8 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
     """Read ``path`` (opened read-only; session files are never written here). ``progress(offset)`` hears how far
     the file has been read, every PROGRESS_BYTES (the progress bar moves within a large file, not only when it is
     done)."""
-    with path.open("rb") as stream:
-        size = path.stat().st_size
+    with open_regular_file(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
         result = SessionFile(path=path, size=size, header=None)
         reading = _Reading(result, visit)
         entry = reading.entry
@@ -195,7 +196,7 @@ def peek_header(path: Path) -> SessionHeader | str:
     The common case, a whole first line that is an ordinary line (:func:`parse_object`), is read from the first
     block; anything else goes through the reader's own lines. A catch-up run peeks at every file it reuses, so this
     was a fifth of a re-run over many files."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         start = os.read(fd, _PEEK_BYTES)
     finally:
@@ -209,7 +210,7 @@ def peek_header(path: Path) -> SessionHeader | str:
 
 def _header_from_lines(path: Path) -> SessionHeader | str:
     """:func:`peek_header` through the reader's lines: blank lines, glued objects, a damaged line skipped."""
-    with path.open("rb") as stream:
+    with open_regular_file(path) as stream:
         for line in iter_lines(stream, block_bytes=64 << 10):
             if holds_no_object(line):
                 continue  # malformed: skipped without being parsed (a long file of text has no header)
