@@ -749,3 +749,13 @@ def test_a_rerun_after_a_kill_that_left_its_backup_link_finishes_the_job(
     assert b"PRUNE-ME" not in path.read_bytes() and path.stat().st_nlink == 1
     assert Path(report["backup"]).read_bytes() == original
     assert not stale.exists()  # the killed run's backup was the session file itself: nothing of it is lost
+
+
+@pytest.mark.parametrize("value", ['"3"', "3.0"])
+def test_a_header_version_pi_reads_as_3_is_pruned_as_version_3(tmp_path: Path, value: str) -> None:
+    b, _ = tree(tmp_path)
+    b.lines[0] = b.lines[0].replace('"version":3', f'"version":{value}')
+    path = b.write(tmp_path / "s.jsonl")
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert b"PRUNE-ME" not in path.read_bytes() and path.read_bytes().startswith(b.lines[0].encode() + b"\n")

@@ -18,6 +18,7 @@ from hindsight_batch.session.jsonl import (
     parse_line,
     parse_object,
 )
+from hindsight_batch.session.model import session_version
 
 DEFAULT_TYPES = ("hindsight-recall",)
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
@@ -127,10 +128,10 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
                     if not version:
                         if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
                             return 0, [], "not a Pi session (no header on its first object)"
-                        raw_version = obj.get("version", 1)
-                        version = raw_version if isinstance(raw_version, int) else 0
-                        if version not in (1, 2, 3):
-                            return version, [], f"unsupported session version {raw_version!r}"
+                        known = session_version(obj.get("version"))
+                        if known is None:
+                            return 0, [], f"unsupported session version {obj.get('version')!r}"[:200]
+                        version = known
                         continue
                     if obj.get("type") == "session":
                         continue

@@ -25,7 +25,7 @@ from hindsight_batch.session.jsonl import (
     parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
-from hindsight_batch.session.model import SUPPORTED_VERSIONS, EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader, session_version
 
 if TYPE_CHECKING:
     from hindsight_batch.interfaces import EntryVisitor
@@ -49,22 +49,30 @@ class EntryCallback:
         return None
 
 
+MAX_CWD_BYTES = 4096  # PATH_MAX on Linux, in bytes
+
+
 def read_header(obj: dict[str, Any]) -> SessionHeader | str:
     """Return the header, or the reason the object is not a usable session header."""
     if obj.get("type") != "session" or not isinstance(obj.get("id"), str) or not obj["id"]:
         return "first JSON object is not a Pi session header"
-    raw_version = obj.get("version", 1)
-    if type(raw_version) is not int or raw_version not in SUPPORTED_VERSIONS:  # (not True, not 2.0)
+    raw_version = obj.get("version")
+    version = session_version(raw_version)
+    if version is None:
         shown = repr(raw_version)[:40] if isinstance(raw_version, (int, float, str)) else type(raw_version).__name__
         return f"unsupported session version {shown} (this tool reads versions 1, 2 and 3)"
+    cwd = obj.get("cwd")
+    if isinstance(cwd, str) and len(cwd.encode("utf-8", "replace")) > MAX_CWD_BYTES:
+        # No process runs in a folder this deep (getcwd fails past PATH_MAX), so pi never wrote it; read as a path,
+        # its thousands of parents cost gigabytes and end in "File name too long".
+        return f"cwd is {len(cwd):,} characters long, longer than any folder pi can run in ({MAX_CWD_BYTES:,} bytes)"
     parent = obj.get("parentSession") or obj.get("branchedFrom")
     if isinstance(parent, dict):  # some tools write {id, file}
         parent = parent.get("file") or parent.get("id")
-    cwd = obj.get("cwd")
     timestamp = obj.get("timestamp")
     return SessionHeader(
         id=obj["id"],
-        version=raw_version,
+        version=version,
         timestamp=timestamp if isinstance(timestamp, str) else None,
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         parent_session=parent if isinstance(parent, str) else None,
