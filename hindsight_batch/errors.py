@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -75,6 +76,26 @@ class ServerError(HindsightBatchError):
 class Terminated(BaseException):
     """SIGTERM arrived. It unwinds like KeyboardInterrupt, so ``finally`` blocks record the run as interrupted,
     and it is a BaseException so that the ``except Exception`` guards isolating one file never swallow it."""
+
+
+_LAST_SIGNAL: list[type[KeyboardInterrupt] | type[Terminated]] = [KeyboardInterrupt]  # (Python's own for SIGINT)
+
+
+def raise_for_signal(kind: type[KeyboardInterrupt] | type[Terminated]) -> NoReturn:
+    """What the SIGINT and SIGTERM handlers do: raise ``kind``, remembered for :func:`interrupt_behind`."""
+    _LAST_SIGNAL[0] = kind
+    raise kind()
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
+    """The interrupt ``exc`` is or stands for, or None. DuckDB's Python client answers a signal that lands while
+    a query runs with ``RuntimeError("Query interrupted")``, dropping the KeyboardInterrupt or Terminated the
+    signal's handler raised: that one is the interrupt (exit 130 or 143, the run ``interrupted``), not a bug."""
+    if isinstance(exc, (KeyboardInterrupt, Terminated)):
+        return exc
+    if type(exc) is RuntimeError and str(exc) == "Query interrupted":
+        return _LAST_SIGNAL[0]()
+    return None
 
 
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # an escape: mypyc takes no surrogate in a literal

@@ -28,7 +28,7 @@ from hindsight_batch.banks import BankResolver, project_name, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
-from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.errors import HindsightBatchError, Terminated, interrupt_behind
 from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
@@ -253,6 +253,12 @@ class Importer:
         except (KeyboardInterrupt, Terminated):
             status = "interrupted"
             raise
+        except RuntimeError as exc:  # a signal DuckDB turned into "Query interrupted" (errors.interrupt_behind)
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            status = "interrupted"
+            raise interrupt from None
         finally:
             self.manifest.close(complete=status in ("ok", "partial"))
             summary.seconds = time.perf_counter() - started
