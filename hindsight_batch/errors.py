@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from typing import NoReturn
 
@@ -95,6 +97,22 @@ def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | Terminated | Non
         return exc
     if type(exc) is RuntimeError and str(exc) == "Query interrupted":
         return _LAST_SIGNAL[0]()
+    return None
+
+
+_NO_ROOM = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))  # "No space left on device", …
+
+
+def out_of_room(exc: BaseException) -> str | None:
+    """Why a write failed for want of room (a full disk, a quota), from an OSError or from a library's error that
+    quotes the system's reason (DuckDB's, naming its file); None for any other error. Such a failure is the
+    machine's, not a bug: the caller names the path, exit 2 (1 where other items were done)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return exc.strerror or _NO_ROOM[0]
+    if not isinstance(exc, OSError) and isinstance(exc, Exception):
+        text = " ".join(str(exc).split())
+        if any(reason in text for reason in _NO_ROOM):
+            return text[:300]
     return None
 
 

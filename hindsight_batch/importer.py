@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -260,7 +261,11 @@ class Importer:
             status = "interrupted"
             raise interrupt from None
         finally:
-            self.manifest.close(complete=status in ("ok", "partial"))
+            failing = sys.exc_info()[1]  # the error or interrupt ending the run, if one is: nothing here hides it
+            try:
+                self.manifest.close(complete=status in ("ok", "partial"))
+            except BaseException as exc:  # the manifest could not be completed (a full disk): the run failed
+                status, failing = "failed", exc
             summary.seconds = time.perf_counter() - started
             summary.stage_seconds = {
                 "read+parse": self.times.extra.get("read", 0.0),
@@ -269,9 +274,16 @@ class Importer:
                 "chunk+route": self.times.extra.get("chunk+route", 0.0),
                 "manifest+ledger": self.times.extra.get("sink", 0.0),
             }
-            if summary.failed_files:
-                self.ledger.record_failed_files(summary.run_id, summary.failed_files)
-            self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            try:
+                if summary.failed_files:
+                    self.ledger.record_failed_files(summary.run_id, summary.failed_files)
+                self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            except Exception:
+                if failing is None:
+                    raise
+                # (the ledger's disk may be what failed: the run then shows as interrupted once its lock is free)
+            if failing is not None and failing is not sys.exc_info()[1]:
+                raise failing
         return summary
 
     def _plan_here_one_by_one(self, bar: ProgressBar) -> None:

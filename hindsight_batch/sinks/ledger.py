@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch.errors import BusyError, UsageError
+from hindsight_batch.errors import BusyError, UsageError, out_of_room
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
@@ -247,11 +247,13 @@ class Ledger:
         replace_file(copy, write, private=True)
 
     def _close_db(self) -> None:
-        if self._latest is not None:
-            self._latest.close()
-        self.db.close()
-        self._umask.close()
-        self._unlock()
+        try:
+            if self._latest is not None:
+                self._latest.close()
+            self.db.close()
+        finally:  # (a checkpoint the disk refused: the lock is released all the same)
+            self._umask.close()
+            self._unlock()
 
     @staticmethod
     def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
@@ -277,8 +279,20 @@ class Ledger:
     def __enter__(self) -> Ledger:
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        """Closes the ledger. A write the disk refused for want of room, here or in the block (DuckDB names its
+        file; a temporary file of the ledger's is in the state folder), becomes one line naming the ledger."""
+        try:
+            self.close()
+        except Exception as closing:
+            if exc is None:
+                raise self._unwritable(closing) or closing from None
+        if isinstance(exc, duckdb.Error) and (unwritable := self._unwritable(exc)) is not None:
+            raise unwritable from None
+
+    def _unwritable(self, exc: BaseException) -> LedgerPathError | None:
+        reason = out_of_room(exc)
+        return None if reason is None else LedgerPathError(f"ledger {self.path}: cannot write: {reason}")
 
     def fingerprint_key(self) -> bytes:
         """A random key, made once per ledger, for the HMAC fingerprints of redacted secrets."""
@@ -535,10 +549,14 @@ class Ledger:
         # In slices: DuckDB's JSON reader holds memory in proportion to what one load reads (a session of many
         # short messages hands over thousands of rows at once: 8,800 rows took about 55 MB in one load).
         for start in range(0, len(lines), LOAD_ROWS):
-            with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
-                out.write(b"\n".join(lines[start:start + LOAD_ROWS]) + b"\n")
-                out.flush()
-                ledger_schema.load_records(self.db, out.name)
+            try:
+                with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-",
+                                                 suffix=".jsonl") as out:
+                    out.write(b"\n".join(lines[start:start + LOAD_ROWS]) + b"\n")
+                    out.flush()
+                    ledger_schema.load_records(self.db, out.name)
+            except OSError as exc:  # the state folder's disk is full: said so, naming the ledger
+                raise self._unwritable(exc) or exc from None
 
     def manifest_counts(self, run_id: str) -> ManifestCounts:
         """``report``'s counts of one run's manifest rows, computed by DuckDB."""
