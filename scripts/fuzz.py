@@ -625,11 +625,11 @@ class SmallDisk:
     """A tmpfs of ``size`` (as root, where mounts are allowed): each use leaves a random few KB free, so writes
     fail at varied points. Where none can be mounted, ``path`` is None and faults are injected instead."""
 
-    def __init__(self, folder: Path, size: str = "1m") -> None:
+    def __init__(self, folder: Path, size: str = "1m", mount: bool = True) -> None:
         self.path: Path | None = folder / "disk"
         self.path.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(self.path)],
-                              capture_output=True, check=False) if os.geteuid() == 0 else None
+                              capture_output=True, check=False) if mount and os.geteuid() == 0 else None
         if done is None or done.returncode != 0:
             self.path = None
 
@@ -724,7 +724,8 @@ def run_command(argv: list[str], env: dict[str, str], timeout: float, rng: rando
             "hang": hang, "signal": sent}
 
 
-def campaign(target: str, seconds: float, seed: int, folder: Path, timeout: float) -> dict[str, Any]:
+def campaign(target: str, seconds: float, seed: int, folder: Path, timeout: float,
+             tmpfs: bool = True) -> dict[str, Any]:
     """Runs of ``target`` for ``seconds``: the counts, and what went wrong."""
     import signal as signals
 
@@ -733,7 +734,7 @@ def campaign(target: str, seconds: float, seed: int, folder: Path, timeout: floa
     rng = random.Random(f"{seed}-{target}")
     sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
     originals = {p: p.read_bytes() for p in sources}
-    disk = SmallDisk(folder / target)
+    disk = SmallDisk(folder / target, mount=tmpfs)
     counts: Counter[str] = Counter()
     codes: Counter[int] = Counter()
     findings: list[str] = []
@@ -834,13 +835,14 @@ def campaign(target: str, seconds: float, seed: int, folder: Path, timeout: floa
             "tmpfs": disk.path is not None}
 
 
-def cli_campaign(targets: list[str], seconds: float, seed: int, timeout: float, keep: Path | None) -> int:
+def cli_campaign(targets: list[str], seconds: float, seed: int, timeout: float, keep: Path | None,
+                 tmpfs: bool = True) -> int:
     folder = keep or Path(tempfile.mkdtemp(prefix="hb-fuzz-cli-"))
     sys.path.insert(0, str(REPO))
     failed = 0
     for target in targets:
         started = time.perf_counter()
-        report = campaign(target, seconds, seed, folder, timeout)
+        report = campaign(target, seconds, seed, folder, timeout, tmpfs)
         c = report["counts"]
         print(f"{target}: runs {c['runs']}, files {c['files']} (special files swapped in {c['special']} runs, "
               f"full disk {c['full disk']} ({'tmpfs' if report['tmpfs'] else 'injected ENOSPC'}), "
@@ -868,12 +870,13 @@ def main() -> None:
     parser.add_argument("--cli", nargs="+", choices=["import", "prune", "flush"],
                         help="run the real commands instead (a campaign of --seconds each)")
     parser.add_argument("--seconds", type=float, default=60.0, help="with --cli: how long each command is run")
+    parser.add_argument("--no-tmpfs", action="store_true", help="with --cli: inject ENOSPC rather than mount")
     args = parser.parse_args()
     if args.worker:
         worker()
         return
     if args.cli:
-        sys.exit(cli_campaign(args.cli, args.seconds, args.seed, args.timeout, args.keep))
+        sys.exit(cli_campaign(args.cli, args.seconds, args.seed, args.timeout, args.keep, not args.no_tmpfs))
     sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
     originals = {p: p.read_bytes() for p in sources}
     rng = random.Random(args.seed)
