@@ -241,7 +241,7 @@ def ledger_report(run_id: str | None = None, *, state_dir: Path | None = None) -
     from hindsight_batch.report import build_report
     from hindsight_batch.state import open_ledger
 
-    with open_ledger(state_dir) as ledger:
+    with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return build_report(ledger, run_id)
 
 
@@ -254,7 +254,7 @@ def verify_documents(bank: str | None = None, *, state_dir: Path | None = None,
     from hindsight_batch.verify import verify
 
     settings = load_settings(config_file)
-    with open_ledger(state_dir) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir, runs_needed=True) as ledger, client_for(settings) as client:
         client.preflight()
         return verify(ledger, client, bank)
 
@@ -309,5 +309,5 @@ def write_review_page(run_id: str | None = None, output: Path | None = None, *,
     from hindsight_batch.review import write_review
     from hindsight_batch.state import open_ledger
 
-    with open_ledger(state_dir) as ledger:
+    with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return write_review(ledger.db, output, run_id)

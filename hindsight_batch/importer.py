@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from hindsight_batch.banks import BankResolver, project_name, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
-from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.errors import HindsightBatchError, Terminated, interrupt_behind
 from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
@@ -253,8 +254,18 @@ class Importer:
         except (KeyboardInterrupt, Terminated):
             status = "interrupted"
             raise
+        except RuntimeError as exc:  # a signal DuckDB turned into "Query interrupted" (errors.interrupt_behind)
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            status = "interrupted"
+            raise interrupt from None
         finally:
-            self.manifest.close(complete=status in ("ok", "partial"))
+            failing = sys.exc_info()[1]  # the error or interrupt ending the run, if one is: nothing here hides it
+            try:
+                self.manifest.close(complete=status in ("ok", "partial"))
+            except BaseException as exc:  # the manifest could not be completed (a full disk): the run failed
+                status, failing = "failed", exc
             summary.seconds = time.perf_counter() - started
             summary.stage_seconds = {
                 "read+parse": self.times.extra.get("read", 0.0),
@@ -263,9 +274,16 @@ class Importer:
                 "chunk+route": self.times.extra.get("chunk+route", 0.0),
                 "manifest+ledger": self.times.extra.get("sink", 0.0),
             }
-            if summary.failed_files:
-                self.ledger.record_failed_files(summary.run_id, summary.failed_files)
-            self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            try:
+                if summary.failed_files:
+                    self.ledger.record_failed_files(summary.run_id, summary.failed_files)
+                self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            except Exception:
+                if failing is None:
+                    raise
+                # (the ledger's disk may be what failed: the run then shows as interrupted once its lock is free)
+            if failing is not None and failing is not sys.exc_info()[1]:
+                raise failing
         return summary
 
     def _plan_here_one_by_one(self, bar: ProgressBar) -> None:

@@ -132,6 +132,10 @@ def import_command(
         max_seconds=max_seconds, jobs=jobs, progress=progress(quiet), from_run=from_run,
     ))
     data = result.data
+    if not data["files"] and data["from_run"] is None and not quiet:
+        from hindsight_batch.session.discovery import no_sessions_note
+
+        echo_err(f"hindsight-batch: {no_sessions_note(paths)}")
     if data["from_run"] is not None:
         _print_from_run(data["from_run"], quiet or as_json)
     if as_json:
