@@ -25,10 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
+from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config.families import HINDSIGHT_PI
 from hindsight_batch.errors import ServerError
 from hindsight_batch.masking import mask
+from hindsight_batch.switches import path_hashes
 
 if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
     from hindsight_batch.rows import LiveNote
@@ -60,10 +61,10 @@ class LiveDecision(NamedTuple):
         if self.decision != "after":
             return catch_up
         base = catch_up or self.cursor or CatchUpVerdict(True)
-        if base.handled_id is None and base.handled_index is None and self.cursor is not None:
-            base = CatchUpVerdict(base.retain, base.reason, self.cursor.handled_id, self.cursor.handled_index)
-        until = None if (base.handled_id is not None or base.handled_index is not None) else self.until
-        return CatchUpVerdict(base.retain, base.reason, base.handled_id, base.handled_index, until)
+        if base.handled_id is None and self.cursor is not None:
+            base = base._replace(handled_id=self.cursor.handled_id)
+        # The time is kept beside a cursor: planning falls back to it when the cursor's entry is not on the path.
+        return base._replace(handled_until=self.until)
 
 
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -120,10 +121,11 @@ class LiveCheck:
         found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
                  if not str(doc.get("id", "")).startswith("pi-import:")
                  and LIVE_STORE_METHODS.intersection(doc.get("tags") or [])]
-        if family != HINDSIGHT_PI:
-            doc = client.document(bank_id, f"pi-session:{path_hash(session_file)}")
-            if doc is not None:
-                found.append(doc)
+        if family != HINDSIGHT_PI:  # under each spelling of the session's path (pi's own first)
+            for digest in path_hashes(session_file):
+                doc = client.document(bank_id, f"pi-session:{digest}")
+                if doc is not None:
+                    found.append(doc)
         return found
 
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
@@ -154,8 +156,8 @@ class LiveCheck:
                                                          "skip)")
         cursor = None
         if family != HINDSIGHT_PI and cwd:
-            found = verdict(cwd, session_file)
-            if found.handled_id is not None or found.handled_index is not None:
+            found = cursor_verdict(cwd, session_file)
+            if found.handled_id is not None:
                 cursor = found
         if cursor is not None:
             note = "importing only what came after the extension's retain cursor"
