@@ -19,6 +19,7 @@ pi-hindsight's one-turn ``nextRetainMode`` (seed 004: historical import ignores 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Mapping
@@ -118,14 +119,20 @@ def session_path_spellings(session_file: Path, env: Mapping[str, str] | None = N
     given = os.path.abspath(session_file)
     spellings: list[str] = []
     sessions = default_session_root(env)  # pi's own: joined from $HOME (or its variables), never resolved
+    real = os.path.realpath(given)
     try:
-        real = Path(os.path.realpath(given))
-        inside = real.relative_to(Path(os.path.realpath(sessions)))
+        inside = Path(real).relative_to(_real_root(str(sessions)))
         spellings.append(node_path(sessions / inside))
-    except (ValueError, OSError):
+    except ValueError:
         pass
-    spellings += [node_path(given), node_path(os.path.realpath(given))]
+    spellings += [node_path(given), node_path(real)]
     return list(dict.fromkeys(spellings))
+
+
+@functools.lru_cache(maxsize=8)
+def _real_root(root: str) -> Path:
+    """The sessions folder resolved, once per run (a catch-up re-run asks for every file)."""
+    return Path(os.path.realpath(root))
 
 
 def path_hashes(session_file: Path, env: Mapping[str, str] | None = None) -> list[str]:
