@@ -40,6 +40,7 @@ class CatchUpVerdict(NamedTuple):
     handled_until: str | None = None  # or (live-retained check) the time of the last live retain
     note: str | None = None  # how the cursor was used, when it could not be used as it is (a fallback)
     switched_off: frozenset[str] = frozenset()  # message entries hindsight-pi's hindsight-meta kept out
+    handled_ids: frozenset[str] = frozenset()  # entries the extension holds already (backfill, queue), by content
 
 
 def _folder(cwd: str) -> Path:

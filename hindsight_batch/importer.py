@@ -29,6 +29,7 @@ from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
 from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.extension_records import queued_ids
 from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
@@ -463,12 +464,29 @@ class Importer:
                 summary.sessions_skipped.append({"file": key, "reason": decision.note})
                 return None
             handled = decision.handled(handled)
+        if live is None or live.mode != "include":
+            handled = self._queued(key, header, path, handled, annotations)
         # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
         # makes the recorded hash stale, so that --from-run refuses the file: the safe side).
         if not sha256 and hash_here:
             sha256 = file_sha256(path)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
                     sha256, annotations or None)
+
+    def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
+                annotations: dict[str, Any]) -> CatchUpVerdict | None:
+        """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
+        their entries are left out here (hindsight_batch/extension_records.py), and the queue is named."""
+        queued = queued_ids(path, header.id, self.resolver.env)
+        if queued is None or not (queued.ids or queued.unplaced):
+            return handled
+        note = (f"{len(queued.ids)} message(s) wait in hindsight-pi's queue {queued.path} (flush sends them): left "
+                "out" + (f"; {queued.unplaced} queued record(s) match no entry" if queued.unplaced else ""))
+        self.summary.queued_by_extension.append({"file": key, "queue": str(queued.path), "left_out": len(queued.ids),
+                                                 "unplaced": queued.unplaced})
+        annotations["queued"] = note
+        base = handled or CatchUpVerdict(True)
+        return base._replace(handled_ids=base.handled_ids | queued.ids)
 
     def _outside_switch(self, header: SessionHeader, luxus: LuxusSession) -> Switched | None:
         """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed

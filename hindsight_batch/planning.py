@@ -134,9 +134,9 @@ def _plan_chunks(
             if segment == "main":
                 done, note = _handled_seqs(nodes, handled)
                 plan.handled_note = plan.handled_note or note
-            off = handled.switched_off
+            off, held = handled.switched_off, handled.handled_ids
             for chunk in chunks:
-                for reason, gone in (("handled-live", [n for n in chunk.nodes if n.seq in done]),
+                for reason, gone in (("handled-live", [n for n in chunk.nodes if n.seq in done or n.id in held]),
                                      ("switched-off", [n for n in chunk.nodes if n.seq not in done and n.id in off])):
                     if gone:
                         per_chunk_dropped.setdefault(chunk.window, Counter())[reason] += len(gone)

@@ -72,3 +72,19 @@ def hpi_meta(builder: SessionBuilder, retained: bool | None = None, tags: list[s
     ``hindsight:toggle-retain``, ``hindsight:tag``): a custom entry whose data is the whole next meta."""
     data: dict[str, Any] = {"retained": True if retained is None else retained, "tags": tags or []}
     return builder.entry("custom", customType="hindsight-meta", data=data)
+
+
+def hpi_queue_record(session_id: str, message: dict[str, Any], at: str, bank: str = "proj") -> dict[str, Any]:
+    """One record of hindsight-pi's auto queue as its ``message_end`` handler appends it (extensions/index.ts):
+    ``content`` is ``JSON.stringify(prepareRetainEntry({type: "message", message, timestamp}))`` with the default
+    options (extensions/retain/prepare.ts: user and assistant keep their text blocks; ``strip.topLevel`` removes
+    ``type``; ``strip.message`` removes api, provider, model, usage, cost, stopReason, timestamp, responseId)."""
+    kept = {k: v for k, v in message.items()
+            if k not in ("api", "provider", "model", "usage", "cost", "stopReason", "timestamp", "responseId")}
+    if isinstance(kept.get("content"), list):
+        kept["content"] = [b for b in kept["content"] if isinstance(b, dict) and b.get("type") == "text"]
+    prepared = {"message": kept, "timestamp": at}
+    return {"sessionId": session_id, "bankId": bank, "content": json.dumps(prepared, separators=(",", ":")),
+            "context": "pi: demo", "tags": ["harness:pi", f"session:{session_id}", "store_method:auto"],
+            "metadata": {"source": "pi", "kind": "session-message", "origin": "auto", "workspace": "pi"},
+            "timestamp": "2026-05-01T10:00:00.000Z", "document_id": session_id, "update_mode": "append"}

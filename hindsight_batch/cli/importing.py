@@ -241,6 +241,9 @@ def _print_import_summary(data: dict[str, Any]) -> None:
         verb = "left out" if switched["respected"] and switched["whole_session"] else (
             "its switched-off messages left out" if switched["respected"] else "imported anyway")
         out(f"  switched off ({verb}): {switched['file']}: {switched['reason']}")
+    for queued in data["queued_by_extension"][:10]:
+        out(f"  still queued by hindsight-pi ({queued['queue']}): {queued['file']}: {queued['left_out']} message(s) "
+            "left out for flush" + (f", {queued['unplaced']} record(s) match no entry" if queued["unplaced"] else ""))
     for fallback in data["cursor_fallbacks"][:10]:
         out(f"  retain cursor not used: {fallback['file']}: {fallback['note']}")
     if data["router_mode_on"]:
