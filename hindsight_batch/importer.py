@@ -492,7 +492,7 @@ class Importer:
         """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed
         004 keeps it out of a historical import), that covers this whole session; or None."""
         resolved = self.resolver.for_cwd(header.cwd)
-        found = project_switch(resolved, self.resolver.env)
+        found = project_switch(resolved, self.resolver.env, header.cwd)
         if found is not None:
             return found
         if not luxus.retain:

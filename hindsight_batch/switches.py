@@ -67,7 +67,7 @@ def _luxus_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched | None:
+def project_switch(resolved: ResolvedConfig, env: Mapping[str, str], cwd: str | None = None) -> Switched | None:
     """The per-project switch that turns the extension's automatic retain off for sessions in this cwd, or None.
 
     hindsight-pi extensions/index.ts: ``initialize`` returns when ``!config.enabled``; ``message_end`` returns
@@ -79,8 +79,13 @@ def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched
     pi-hindsight extensions/lifecycle/memory-lifecycle-retain.ts ``retain``: nothing when ``!config.enabled ||
     !config.retain.enabled`` or when no target bank is left (``retainTargets`` is only the project bank, so
     ``banks.project.enabled: false`` retains nothing automatically); ``PI_HINDSIGHT_ENABLED`` is read with
-    ``envBool`` (``1``, ``true``, ``yes``, ``on``)."""
-    switches = resolved.switches
+    ``envBool`` (``1``, ``true``, ``yes``, ``on``). Its newest versions read the same keys from the
+    ``"pi-hindsight"`` section of pi's ``~/.pi/agent/settings.json`` and ``<cwd>/.pi/settings.json``
+    (extensions/config/config.ts ``readGlobalSettingsConfig``, ``readProjectSettingsConfig``): read too."""
+    switches = dict(resolved.switches)
+    for path, section in _pi_settings_sections(cwd, env):
+        for name, written, value in _luxus_switches(section):
+            switches[name] = (str(path), f"pi-hindsight.{written}", value)
     for name, variable in (("host.pi.enabled", "HINDSIGHT_ENABLED"),
                            ("host.pi.saveMessages", "HINDSIGHT_SAVE_MESSAGES")):
         raw = env.get(variable)
@@ -103,6 +108,44 @@ def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched
             return Switched("project", f"pi-hindsight: {found[1]} is false in {found[0]} (automatic retain off "
                                        "for this project)")
     return None
+
+
+def _pi_settings_sections(cwd: str | None, env: Mapping[str, str]) -> list[tuple[Path, dict[str, Any]]]:
+    """The ``"pi-hindsight"`` objects of pi's own settings files, home first (a file that cannot be read or is
+    not an object holds none: pi itself reports it)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    paths = [Path(home) / ".pi" / "agent" / "settings.json"]
+    if cwd:
+        paths.append(Path(cwd) / ".pi" / "settings.json")
+    found = []
+    for path in paths:
+        try:
+            data = jsoncodec.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        section = data.get("pi-hindsight") if isinstance(data, dict) else None
+        if isinstance(section, dict):
+            found.append((path, section))
+    return found
+
+
+def _luxus_switches(section: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(switch name, key as written, value) of a pi-hindsight configuration object (as families.py reads its
+    hindsight.json: ``banks.coding`` stands for ``banks.project`` where that says nothing)."""
+    out: list[tuple[str, str, Any]] = []
+    if "enabled" in section:
+        out.append(("enabled", "enabled", section["enabled"]))
+    retain = section.get("retain")
+    if isinstance(retain, dict) and "enabled" in retain:
+        out.append(("retain.enabled", "retain.enabled", retain["enabled"]))
+    banks = section.get("banks")
+    if isinstance(banks, dict):
+        for name in ("project", "coding"):
+            bank = banks.get(name)
+            if isinstance(bank, dict) and "enabled" in bank:
+                out.append(("banks.project.enabled", f"banks.{name}.enabled", bank["enabled"]))
+                break
+    return out
 
 
 # --- the session path as pi spells it ---------------------------------------------------------------------------

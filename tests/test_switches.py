@@ -47,6 +47,9 @@ PROJECT_SWITCHES = [
     ("proj/.pi/hindsight.jsonc", '{ // off\n "retain": {"enabled": false, "async": true},\n}', "retain.enabled"),
     ("proj/.pi/hindsight.json", {"banks": {"project": {"enabled": False}}}, "banks.project.enabled is false"),
     ("proj/.pi/hindsight.json", {"banks": {"coding": {"enabled": False}}}, "banks.coding.enabled is false"),
+    # pi-hindsight's newest versions: the "pi-hindsight" section of pi's settings (config/config.ts)
+    ("proj/.pi/settings.json", {"packages": [], "pi-hindsight": {"retain": {"enabled": False}}},
+     "pi-hindsight.retain.enabled is false"),
 ]
 
 
