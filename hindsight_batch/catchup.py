@@ -120,21 +120,21 @@ def last_handled(session_file: Path, fingerprints: frozenset[str]) -> str | None
     """The id of the last message entry of the file whose fingerprint is one of ``fingerprints``, or None."""
     last: str | None = None
     try:
-        data = session_file.read_bytes()
+        with session_file.open("rb") as stream:
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if b'"message"' not in line:
+                    continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict) or entry.get("type") != "message":
+                    continue
+                message, entry_id = entry.get("message"), entry.get("id")
+                if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
+                    last = entry_id
     except OSError:
         return None
-    for line in data.splitlines():
-        if b'"message"' not in line:
-            continue
-        try:
-            entry = jsoncodec.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or entry.get("type") != "message":
-            continue
-        message, entry_id = entry.get("message"), entry.get("id")
-        if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
-            last = entry_id
     return last
 
 

@@ -103,22 +103,24 @@ def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Q
     if not records:
         return Queued(frozenset(), unplaced, path)
     entries: dict[tuple[str, tuple[str, ...]], list[tuple[str, float | None]]] = {}
+    wanted = {key for key, _ in records}
     try:
-        data = session_file.read_bytes()
+        with session_file.open("rb") as stream:
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if b'"message"' not in line:
+                    continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict) or entry.get("type") != "message" or not isinstance(entry.get("id"),
+                                                                                                   str):
+                    continue
+                key = _key(entry.get("message"))
+                if key in wanted:
+                    entries.setdefault(key, []).append((entry["id"], _seconds(entry.get("timestamp"))))
     except OSError:
         return Queued(frozenset(), unplaced + len(records), path)
-    for line in data.split(b"\n"):
-        if b'"message"' not in line:
-            continue
-        try:
-            entry = jsoncodec.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or entry.get("type") != "message" or not isinstance(entry.get("id"), str):
-            continue
-        key = _key(entry.get("message"))
-        if key is not None:
-            entries.setdefault(key, []).append((entry["id"], _seconds(entry.get("timestamp"))))
     found: set[str] = set()
     for key, when in records:
         candidates = [c for c in entries.get(key, []) if c[0] not in found]

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import mmap
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from hindsight_batch.config import ResolvedConfig
 
 HPI_META_TYPE = "hindsight-meta"  # hindsight-pi extensions/meta.ts HINDSIGHT_META_TYPE
+# A message entry as pi writes it ({"type":"message","id":…}), its id without escapes: read without parsing.
+_MESSAGE_PREFIX = re.compile(rb'\{"type":"message","id":"([^"\\]*)"')
 
 
 @dataclass(frozen=True)
@@ -290,35 +294,50 @@ def hpi_session(session_file: Path) -> HpiSession | None:
     ``message_end`` checks ``sessionRetained(entries, true)`` over the entries written so far (``getEntries()``,
     file order) when each message ends, so a message written after a ``retained:false`` entry (and before the
     next ``retained:true``) was never retained, and its tags are those in effect then."""
+    marker = HPI_META_TYPE.encode()
     try:
-        data = session_file.read_bytes()
+        with session_file.open("rb") as stream:
+            try:
+                with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    if view.find(marker) == -1:
+                        return None  # the common case: one C-speed search, nothing read into memory
+            except ValueError:  # an empty file cannot be mapped
+                return None
+            stream.seek(0)
+            retained = True
+            tags: tuple[str, ...] = ()
+            messages = 0
+            off: set[str] = set()
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if marker not in line:
+                    fast = _MESSAGE_PREFIX.match(line)
+                    if fast is not None:  # pi's own key order: the id without parsing the line
+                        messages += 1
+                        if not retained:
+                            off.add(fast.group(1).decode())
+                        continue
+                    if b'"message"' not in line:
+                        continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue  # pi drops a line it cannot parse; so does the extension's view of the entries
+                if not isinstance(entry, dict):
+                    continue
+                kind = entry.get("type")
+                if kind == "custom" and entry.get("customType") == HPI_META_TYPE and isinstance(entry.get("data"),
+                                                                                                dict):
+                    meta = entry["data"]
+                    retained = meta["retained"] if isinstance(meta.get("retained"), bool) else True
+                    raw_tags = meta.get("tags")
+                    tags = (tuple(t for t in raw_tags if isinstance(t, str) and t.strip())
+                            if isinstance(raw_tags, list) else ())
+                elif kind == "message":
+                    messages += 1
+                    if not retained and isinstance(entry.get("id"), str):
+                        off.add(entry["id"])
     except OSError:
         return None  # planning reads the file and reports the failure
-    if HPI_META_TYPE.encode() not in data:
-        return None  # the common case: one C-speed search
-    retained = True
-    tags: tuple[str, ...] = ()
-    messages = 0
-    off: set[str] = set()
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = jsoncodec.loads(line)
-        except ValueError:
-            continue  # pi drops a line it cannot parse; so does the extension's view of the entries
-        if not isinstance(entry, dict):
-            continue
-        kind = entry.get("type")
-        if kind == "custom" and entry.get("customType") == HPI_META_TYPE and isinstance(entry.get("data"), dict):
-            meta = entry["data"]
-            retained = meta["retained"] if isinstance(meta.get("retained"), bool) else True
-            raw_tags = meta.get("tags")
-            tags = tuple(t for t in raw_tags if isinstance(t, str) and t.strip()) if isinstance(raw_tags, list) else ()
-        elif kind == "message":
-            messages += 1
-            if not retained and isinstance(entry.get("id"), str):
-                off.add(entry["id"])
     return HpiSession(messages, frozenset(off), tags)
 
 
