@@ -78,30 +78,43 @@ def _seconds(stamp: Any) -> float | None:
         return None
 
 
-def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Queued | None:
-    """The entries whose messages wait in hindsight-pi's queue for this session; None when it has no queue."""
-    path = queue_path(session_id, env)
-    try:
-        raw = path.read_bytes()
-    except OSError:
+Record = tuple[tuple[str, tuple[str, ...]], float | None]  # (role and texts, time) of a prepared message
+
+
+def prepared_record(value: Any) -> Record | None:
+    """A ``prepareRetainEntry`` result (``{"message": {...}, "timestamp": ISO}``) as a record to match, or None."""
+    if not isinstance(value, dict) or (key := _key(value.get("message"))) is None:
         return None
-    records: list[tuple[tuple[str, tuple[str, ...]], float | None]] = []
-    unplaced = 0
-    for line in raw.split(b"\n"):
+    return key, _seconds(value.get("timestamp"))
+
+
+def live_text_records(text: str | None) -> list[Record] | None:
+    """The messages a hindsight-pi session document's text holds: one ``JSON.stringify(prepareRetainEntry(…))``
+    line per live retain (extensions/index.ts ``message_end``, flushed with ``retainBatch``; the server joins
+    appended items with ``\\n``), or a backfill's list of records (read by :func:`backfill_ids`, skipped here).
+    None when any line is neither: the text is not one this can read, so it is placed by time instead."""
+    if not text:
+        return None
+    records: list[Record] = []
+    for line in text.split("\n"):
         if not line.strip():
             continue
         try:
-            record = jsoncodec.loads(line)
-            prepared = jsoncodec.loads(record["content"]) if isinstance(record, dict) else None
-        except (ValueError, KeyError, TypeError):
-            unplaced += 1
-            continue
-        if not isinstance(prepared, dict) or (key := _key(prepared.get("message"))) is None:
-            unplaced += 1
-            continue
-        records.append((key, _seconds(prepared.get("timestamp"))))
-    if not records:
-        return Queued(frozenset(), unplaced, path)
+            value = jsoncodec.loads(line)
+        except ValueError:
+            return None
+        if isinstance(value, list):
+            continue  # a backfill (backfill_ids)
+        record = prepared_record(value)
+        if record is None:
+            return None
+        records.append(record)
+    return records
+
+
+def match_records(session_file: Path, records: list[Record]) -> tuple[frozenset[str], int]:
+    """The message entries of the file that ``records`` hold, by role and text (the nearest in time when several
+    match, each entry once), and how many records matched none."""
     entries: dict[tuple[str, tuple[str, ...]], list[tuple[str, float | None]]] = {}
     wanted = {key for key, _ in records}
     try:
@@ -120,13 +133,41 @@ def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Q
                 if key in wanted:
                     entries.setdefault(key, []).append((entry["id"], _seconds(entry.get("timestamp"))))
     except OSError:
-        return Queued(frozenset(), unplaced + len(records), path)
+        return frozenset(), len(records)
     found: set[str] = set()
+    unplaced = 0
     for key, when in records:
         candidates = [c for c in entries.get(key, []) if c[0] not in found]
         if not candidates:
             unplaced += 1
             continue
-        best = min(candidates, key=lambda c: abs((c[1] or 0.0) - (when or 0.0)) if when and c[1] else 0.0)
+        best = min(candidates, key=lambda c: abs(c[1] - when) if when is not None and c[1] is not None else 0.0)
         found.add(best[0])
-    return Queued(frozenset(found), unplaced, path)
+    return frozenset(found), unplaced
+
+
+def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Queued | None:
+    """The entries whose messages wait in hindsight-pi's queue for this session; None when it has no queue."""
+    path = queue_path(session_id, env)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    records: list[Record] = []
+    unplaced = 0
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = jsoncodec.loads(line)
+            prepared = prepared_record(jsoncodec.loads(record["content"]) if isinstance(record, dict) else None)
+        except (ValueError, KeyError, TypeError):
+            prepared = None
+        if prepared is None:
+            unplaced += 1
+            continue
+        records.append(prepared)
+    if not records:
+        return Queued(frozenset(), unplaced, path)
+    found, missed = match_records(session_file, records)
+    return Queued(found, unplaced + missed, path)

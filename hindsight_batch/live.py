@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.errors import ServerError
-from hindsight_batch.extension_records import backfill_ids
+from hindsight_batch.extension_records import backfill_ids, live_text_records, match_records
 from hindsight_batch.masking import mask
 from hindsight_batch.switches import path_hashes
 
@@ -143,27 +143,36 @@ class LiveCheck:
                     found.append(doc)
         return found
 
-    def _backfilled(self, bank_id: str, session_id: str, stem: str, docs: list[dict[str, Any]]
-                    ) -> tuple[frozenset[str], list[dict[str, Any]]]:
-        """The entry ids hindsight-pi's backfill content lists (the session-id document may hold it under later
-        live appends, whatever its tags now say), and the backfill documents whose text lists none (the server
-        keeps no text, say): those are placed by time instead."""
+    def _by_content(self, bank_id: str, session_id: str, stem: str, session_file: Path,
+                    docs: list[dict[str, Any]]) -> tuple[frozenset[str], int, list[dict[str, Any]]]:
+        """What hindsight-pi's documents hold, read from their text (hindsight_batch/extension_records.py): the
+        entry ids a backfill lists, and the entries its live retains hold (each line a prepared message, matched by
+        role and text). Returns those ids, how many retained messages match no entry, and the documents whose text
+        cannot be read that way (no text kept, another shape): those are placed by time instead (fail closed)."""
         ids: set[str] = set()
-        unread: list[dict[str, Any]] = []
+        unplaced = 0
+        by_time: list[dict[str, Any]] = []
         for doc in docs:
             name = str(doc.get("id", ""))
-            backfill = BACKFILL_STORE_METHOD in (doc.get("tags") or [])
-            if not (backfill or name in (session_id, stem)):
+            if name.startswith("pi-session:"):  # pi-hindsight's: its retain cursor places it, else time
+                by_time.append(doc)
                 continue
             text = doc.get("original_text")
             if text is None and self._client is not None:
                 full = self._client.document(bank_id, name)
                 text = full.get("original_text") if full else None
-            found = backfill_ids(text if isinstance(text, str) else None)
-            ids |= found
-            if backfill and not found:
-                unread.append(doc)
-        return frozenset(ids), unread
+            text = text if isinstance(text, str) else None
+            listed = backfill_ids(text)
+            records = live_text_records(text)
+            if records is None:
+                if not listed:
+                    by_time.append(doc)
+                ids |= listed
+                continue
+            found, missed = match_records(session_file, records) if records else (frozenset(), 0)
+            ids |= listed | found
+            unplaced += missed
+        return frozenset(ids), unplaced, by_time
 
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
         if self.mode == "include":
@@ -189,12 +198,11 @@ class LiveCheck:
         if self.mode == "skip":
             return LiveDecision("skip", ids, None, note="the live extension retained this session (--live-retained "
                                                         "skip)")
-        # Live retains (hindsight-pi's store_method auto/tool, pi-hindsight's pi-session:) are placed by the cursor
-        # or by time; a backfill lists its entries, which are left out by id.
-        live_docs = [doc for doc in docs if LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
-                     or str(doc.get("id", "")).startswith("pi-session:")]
-        held, unread = self._backfilled(bank_id, session_id, session_file.name.removesuffix(".jsonl"), docs)
-        live_docs += unread  # a backfill whose text lists no entry: placed by its time (fail closed)
+        # What the server holds is matched by content where its text says which entries it holds (hindsight-pi's
+        # documents); the rest (pi-hindsight's document, a text that cannot be read) is placed by pi-hindsight's
+        # retain cursor, else by the time of the last live retain.
+        held, unplaced, live_docs = self._by_content(bank_id, session_id, session_file.name.removesuffix(".jsonl"),
+                                                     session_file, docs)
         stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in live_docs]
         until = max((s for s in stamps if s), default=None)
         cursor = None
@@ -204,7 +212,9 @@ class LiveCheck:
                 cursor = found
         notes = []
         if held:
-            notes.append(f"leaving out the {len(held)} entries hindsight-pi's backfill document(s) hold")
+            notes.append(f"leaving out the {len(held)} entries the extension's documents hold (matched by content)")
+        if unplaced:
+            notes.append(f"{unplaced} message(s) they hold match no entry of the file")
         if not live_docs:
             pass
         elif cursor is not None:
