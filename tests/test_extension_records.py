@@ -84,4 +84,5 @@ def test_the_extensions_own_backfill_is_recognised_by_its_entries(
     content = "".join(r["content"] or "" for r in rows)
     assert "TURN-3" in content and "TURN-2" not in content and "TURN-0" not in content
     assert summary["messages_dropped"]["handled-live"] == 6 and summary["live_retained"] == {"after": 1}
-    assert "matched by content" in rows[0]["live_retained"]["note"] and document in rows[0]["live_retained"]["live_documents"]
+    note = rows[0]["live_retained"]
+    assert "matched by content" in note["note"] and document in note["live_documents"]
