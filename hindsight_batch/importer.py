@@ -202,6 +202,8 @@ class Importer:
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
         self._shaped: dict[tuple[int, str, tuple[str, ...]], tuple[object, Settings, str]] = {}
+        self._project_switches: dict[str, Switched | None] = {}  # per cwd (hindsight_batch/switches.py)
+        self._meta_folders: dict[str, bool] = {}  # per cwd: whether pi-hindsight keeps session meta there
 
     def _redactor(self, settings: Settings) -> Redactor:
         from hindsight_batch.redaction.redactor import Redactor
@@ -392,7 +394,7 @@ class Importer:
         # The switches kept outside the session file (per project, pi-hindsight's session meta): before an unchanged
         # source is reused, since they change without the file changing.
         annotations: dict[str, Any] = {}
-        luxus = luxus_session(header.cwd, path, self.resolver.env)
+        luxus = self._luxus_session(header, path)
         switched = self._outside_switch(header, luxus)
         if switched is not None and self._switched(key, header, switched):
             return None
@@ -473,6 +475,14 @@ class Importer:
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
                     sha256, annotations or None)
 
+    def _luxus_session(self, header: SessionHeader, path: Path) -> LuxusSession:
+        """pi-hindsight's session meta, looked for only in a project that has its folder (asked once per project
+        and run: a catch-up re-run over many files must stay cheap)."""
+        cwd = header.cwd or ""
+        if cwd not in self._meta_folders:
+            self._meta_folders[cwd] = bool(cwd) and (Path(cwd) / ".pi" / "hindsight" / "session-meta").is_dir()
+        return luxus_session(header.cwd, path, self.resolver.env) if self._meta_folders[cwd] else LuxusSession(True)
+
     def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
                 annotations: dict[str, Any]) -> CatchUpVerdict | None:
         """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
@@ -491,8 +501,11 @@ class Importer:
     def _outside_switch(self, header: SessionHeader, luxus: LuxusSession) -> Switched | None:
         """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed
         004 keeps it out of a historical import), that covers this whole session; or None."""
-        resolved = self.resolver.for_cwd(header.cwd)
-        found = project_switch(resolved, self.resolver.env, header.cwd)
+        key = header.cwd or ""
+        if key not in self._project_switches:  # once per project and run, as its configuration is read
+            resolved = self.resolver.for_cwd(header.cwd)
+            self._project_switches[key] = project_switch(resolved, self.resolver.env, header.cwd)
+        found = self._project_switches[key]
         if found is not None:
             return found
         if not luxus.retain:
