@@ -67,10 +67,11 @@ def _refuse(value: Any) -> Any:
 
 
 def _has_float(value: Any) -> bool:
-    """Whether a float is anywhere in ``value``: JavaScript writes ``1.0`` as ``1`` and its own shortest form for
-    others; rather than guess, such a message is not matched by content."""
+    """Whether ``value`` holds a number Python would write otherwise than ``JSON.stringify``: both write the
+    shortest round-trip digits, but their exponent forms differ (``1e-07`` against ``1e-7``, and the ranges where
+    each switches to them). A file JavaScript wrote never holds ``2.0`` (it writes ``2``, read back as an int)."""
     if isinstance(value, float):
-        return True
+        return "e" in repr(value) or value != value or value in (float("inf"), float("-inf"))
     if isinstance(value, dict):
         return any(_has_float(v) for v in value.values())
     if isinstance(value, list):
