@@ -27,9 +27,9 @@ from hindsight_batch.config.families import home_of
 
 
 def backfill_ids(text: str | None) -> frozenset[str]:
-    """The entry ids listed by hindsight-pi's backfill content: each line of the document's text that is a JSON
-    list of records with a string ``id``."""
-    found: set[str] = set()
+    """The entry ids listed by hindsight-pi's backfill content (each line of the document's text that is a JSON
+    list of records with a string ``id``), or by pi-hindsight's own import (:func:`luxus_import_ids`)."""
+    found: set[str] = set(luxus_import_ids(text))
     for line in (text or "").split("\n"):
         if not line.startswith("["):
             continue
@@ -40,6 +40,23 @@ def backfill_ids(text: str | None) -> frozenset[str]:
         if isinstance(records, list):
             found.update(r["id"] for r in records if isinstance(r, dict) and isinstance(r.get("id"), str))
     return frozenset(found)
+
+
+def luxus_import_ids(text: str | None) -> frozenset[str]:
+    """The entry ids a pi-hindsight import document lists: its content is ``JSON.stringify({source:
+    "pi-session-import", sessionFile, cwd, sessionId, branchLeafId, …, messages}, null, 2)`` with each message's
+    ``id`` kept (pi-hindsight extensions/imports/import-sessions.ts ``buildImportBranch``); its id
+    ``pi-import:<session>:leaf:<leaf>…``, tags ``import:historical``, ``imported:true``."""
+    if not text or not text.lstrip().startswith("{"):
+        return frozenset()
+    try:
+        data = jsoncodec.loads(text)
+    except ValueError:
+        return frozenset()
+    if not isinstance(data, dict) or data.get("source") != "pi-session-import" or not isinstance(
+            data.get("messages"), list):
+        return frozenset()
+    return frozenset(m["id"] for m in data["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str))
 
 
 def queue_path(session_id: str, env: Mapping[str, str]) -> Path:

@@ -39,6 +39,17 @@ if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --l
 LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
 BACKFILL_STORE_METHOD = "store_method:import"  # hindsight-pi's own backfill commands (not under pi-import: ids)
+LUXUS_IMPORT_TAG = "imported:true"  # pi-hindsight's own import documents
+
+
+def _theirs(doc: dict[str, Any], session_id: str, stem: str) -> bool:
+    """A document the live extension (or its own backfill or import command) wrote for this session, not this
+    tool's (``pi-import:<session>:<role>:<segment>:w…``, ``store_method:import``)."""
+    name, tags = str(doc.get("id", "")), doc.get("tags") or []
+    if name.startswith("pi-import:"):
+        return LUXUS_IMPORT_TAG in tags  # pi-hindsight's own import (extension_records.luxus_import_ids)
+    # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
+    return bool(LIVE_STORE_METHODS.intersection(tags)) or (name in (session_id, stem) and BACKFILL_STORE_METHOD in tags)
 
 
 class LiveDecision(NamedTuple):
@@ -127,11 +138,8 @@ class LiveCheck:
         if client is None:
             return []
         stem = session_file.name.removesuffix(".jsonl")
-        # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
         found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
-                 if not str(doc.get("id", "")).startswith("pi-import:")
-                 and (LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
-                      or (doc.get("id") in (session_id, stem) and BACKFILL_STORE_METHOD in (doc.get("tags") or [])))]
+                 if _theirs(doc, session_id, stem)]
         if family != PI_HINDSIGHT and stem != session_id and all(doc.get("id") != stem for doc in found):
             historical = client.document(bank_id, stem)  # upsert-historical-sessions: named after the file
             if historical is not None and BACKFILL_STORE_METHOD in (historical.get("tags") or []):
@@ -154,7 +162,7 @@ class LiveCheck:
         by_time: list[dict[str, Any]] = []
         for doc in docs:
             name = str(doc.get("id", ""))
-            if name.startswith("pi-session:"):  # pi-hindsight's: its retain cursor places it, else time
+            if name.startswith("pi-session:"):  # pi-hindsight's live document: its retain cursor places it, else time
                 by_time.append(doc)
                 continue
             text = doc.get("original_text")

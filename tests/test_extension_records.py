@@ -60,7 +60,7 @@ def test_messages_still_in_the_extensions_queue_are_left_for_flush(
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("command", ["parse-and-upsert-session", "upsert-historical-sessions"])
+@pytest.mark.parametrize("command", ["parse-and-upsert-session", "upsert-historical-sessions", "luxus-import"])
 def test_the_extensions_own_backfill_is_recognised_by_its_entries(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server, command: str
 ) -> None:
@@ -78,6 +78,19 @@ def test_the_extensions_own_backfill_is_recognised_by_its_entries(
     document = sid if command == "parse-and-upsert-session" else name.removesuffix(".jsonl")
     item = {"content": json.dumps(records, separators=(",", ":")), "document_id": document, "update_mode": "replace",
             "context": f"pi session {document}", "tags": ["harness:pi", f"session:{document}", "store_method:import"]}
+    if command == "luxus-import":
+        # pi-hindsight extensions/imports/import-sessions.ts buildImportBranch: JSON.stringify({source, sessionFile,
+        # cwd, sessionId, branchLeafId, messages: each message's data, id kept}, null, 2); importDocumentId; its tags
+        leaf = entries[-1]["id"]
+        document = f"pi-import:{sid}:leaf:{leaf}"
+        content = {"source": "pi-session-import", "sessionFile": str(tmp_path / "sessions" / name),
+                   "cwd": str(tmp_path / "proj"), "sessionId": sid, "branchLeafId": leaf,
+                   "messages": [{"id": e["id"], "parentId": e["parentId"], "timestamp": e["timestamp"],
+                                 **e["message"]} for e in entries]}
+        item = {"content": json.dumps(content, indent=2), "document_id": document, "update_mode": "replace",
+                "context": f"Historical Pi session import from {name}, branch {leaf}",
+                "tags": ["source:pi", "harness:pi", "project:proj", f"session:{sid}", f"branch:{leaf}",
+                         "import:historical", "imported:true", f"document:{document}"]}
     with hindsight_server.client() as client:
         wait_done(client, bank, client.retain(bank, [item], str(uuid.uuid4())).operation_id)
     summary, rows = run(runner, tmp_path)
