@@ -573,7 +573,7 @@ class Importer:
                 continue  # refused by name when it is reached
             if isinstance(header, str):
                 continue
-            _, _, shaped = self._settings_for(header, path)
+            _, _, shaped = self._settings_for(header, path, self._luxus_session(header, path).tags)
             name = source_name(path)
             if shaped is None or shaped[1] != reviewed.sources[name].settings_hash:
                 changed.append(name)

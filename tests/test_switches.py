@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.switches import path_hashes
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.extension_shapes import hpi_meta
 
@@ -159,3 +160,26 @@ def test_the_parent_tag_is_the_parent_files_name_as_hindsight_pi_writes_it(runne
     _, rows, _ = run(runner, tmp_path)
     assert "parent:2026-05-01T10-00-00-000Z_0196-abcd" in rows[0]["tags"]
     assert "parent:0196-abcd" not in rows[0]["tags"]
+
+
+def test_a_reviewed_session_with_pi_hindsight_tags_is_sent_as_reviewed(runner: CliRunner, tmp_path: Path) -> None:
+    """The session meta's tags are part of what was reviewed: --from-run finds the same settings, refuses nothing."""
+    from tests.extension_shapes import luxus_meta
+    from tests.fake_hindsight import FakeState, fake_hindsight
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    _, path = a_session(tmp_path, project)
+    meta = project / ".pi" / "hindsight" / "session-meta" / f"{path_hashes(path)[-1]}.json"
+    write(meta, json.dumps(luxus_meta(tags=["release-7"])))
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"baseUrl": url, "banks": {"project": {"bankId": "tagged"}}}))
+        common = ("--config", str(config), "--state", str(tmp_path / "state"), "--live-retained", "include")
+        dry = invoke(runner, "import", str(tmp_path / "sessions"), "--json", "-q", *common)
+        run_id = json.loads(dry.stdout)["run_id"]
+        result = invoke(runner, "import", "--apply", "--from-run", run_id, "--json", *common)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["from_run"]["refused_total"] == 0
+    assert any("release-7" in doc.get("tags", []) for doc in fake.documents["tagged"].values())
