@@ -405,12 +405,17 @@ class Importer:
             summary.sessions_skipped.append({"file": key, "reason": f"no project bank: {choice.skip}"})
             return None
         settings, shape = shaped_settings
-        seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
-        seen["sessions"] += 1
+        bank_id = choice.bank_id
+
+        def counted() -> None:  # a session that is imported (reused or read), not one a switch leaves out
+            seen = summary.banks.setdefault(bank_id, {"sessions": 0, "why": choice.why})
+            seen["sessions"] += 1
+            summary.user_retain_modes.add(settings.user_retain.mode)
+            summary.sessions += 1
+
         live = self.options.live
-        summary.user_retain_modes.add(settings.user_retain.mode)
-        summary.sessions += 1
         if reviewed is not None and shape != reviewed.sources[key].settings_hash:
+            counted()
             reviewed.refuse(path, f"the configuration changed since the review; {RE_PLAN}")
             return None
         if (
@@ -422,6 +427,7 @@ class Importer:
             reused = self._reused(key, previous.last_run_id)  # None: the file is read again (see _reused)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if reused is not None and not (self.options.apply and any(t.status == "planned" for t in reused[1])):
+                counted()
                 self.manifest.write_lines(reused[0])  # the ledger keeps the rows under the run that read the file
                 self.accounting.tallies(reused[1])
                 if recorded is None:  # recorded by a version that did not keep headers: the next run need not peek
@@ -448,6 +454,7 @@ class Importer:
             if self.options.switches_respected:
                 handled = CatchUpVerdict(True, switched_off=hpi.off)
             annotations["switch"] = part.as_json()
+        counted()
         if hpi is not None and hpi.tags:  # the session's tags, as message_end adds sessionTags(entries)
             settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *hpi.tags]})
         if self.options.catch_up:

@@ -1,20 +1,21 @@
 """What the user told the live extension about retention, read exactly as the extension reads it (issue 36).
 
-Four kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
+Three kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
 each rule):
 
 * **per project** (:func:`project_switch`): hindsight-pi's ``host.pi.enabled`` / ``host.pi.saveMessages`` in any
   ``.hindsight/config.json`` from ``/`` down to the cwd (and ``HINDSIGHT_ENABLED`` / ``HINDSIGHT_SAVE_MESSAGES``);
-  pi-hindsight's ``enabled``, ``retain.enabled``, ``banks.project.enabled`` in ``.pi/hindsight.json[c]`` (and
-  ``PI_HINDSIGHT_ENABLED``);
+  pi-hindsight's ``enabled``, ``retain.enabled``, ``banks.project.enabled`` in ``.pi/hindsight.json[c]`` or the
+  ``"pi-hindsight"`` section of pi's ``settings.json`` (and ``PI_HINDSIGHT_ENABLED``);
 * **per session, pi-hindsight** (:func:`luxus_session`): ``<cwd>/.pi/hindsight/session-meta/<sha256(session
   file)[:16]>.json``, fail closed as ``getEffectiveSessionMemoryMode`` is, keyed by the session path as pi spells
   it (:func:`session_path_spellings`);
 * **per session, hindsight-pi** (:func:`hpi_session`): ``hindsight-meta`` custom entries in the session file
   (``/hindsight:toggle-retain``, ``/hindsight:tag``); the last one before a message decides for that message.
 
-Catch-up (automatic retain) honours every switch; an import honours them unless ``--no-respect-switches``, except
-pi-hindsight's one-turn ``nextRetainMode`` (seed 004: historical import ignores it).
+Catch-up (automatic retain) honours every switch; an import lists the sessions they cover and honours them with
+``--respect-switches`` (seed 001: import is allowed in every session mode), never pi-hindsight's one-turn
+``nextRetainMode`` (seed 004: historical import ignores it). Session tags (both extensions) go on every item.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ _MESSAGE_PREFIX = re.compile(rb'\{"type":"message","id":"([^"\\]*)"')
 class Switched:
     """A switch that keeps a whole session from being retained: which one, and why (for summary and manifest)."""
 
-    switch: str  # short stable name: project, luxus-session, hpi-session
+    switch: str  # short stable name: project, luxus-session, hpi-session (hindsight-pi's toggle)
     reason: str
 
     def as_json(self) -> dict[str, str]:

@@ -116,7 +116,7 @@ def test_a_session_toggled_off_before_its_first_message_is_left_out_whole(runner
     b.write(tmp_path / "sessions" / "s.jsonl")
     summary, rows, _ = run(runner, tmp_path, "--catch-up")
     assert [r["status"] for r in rows] == ["switched-off"] and "SECRET-PLAN" not in json.dumps(rows)
-    assert summary["switched_off"][0]["switch"] == "hpi-session"
+    assert summary["switched_off"][0]["switch"] == "hpi-session" and summary["sessions"] == 0
     summary, rows, _ = run(runner, tmp_path)
     assert "SECRET-PLAN" in rows[0]["content"] and summary["switched_off"][0]["respected"] is False
 
