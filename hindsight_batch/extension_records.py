@@ -129,10 +129,18 @@ def live_text_records(text: str | None) -> list[Record] | None:
     return records
 
 
+# A record and its entry are written within milliseconds of each other (extensions/index.ts message_end, then pi's
+# append): a record whose text no entry has (hindsight-pi's sanitizeCredentials rewrote it) is placed by its role
+# and time, when an entry of that role lies this close (seconds) and no record took it.
+SAME_MOMENT = 2.0
+
+
 def match_records(session_file: Path, records: list[Record]) -> tuple[frozenset[str], int]:
     """The message entries of the file that ``records`` hold, by role and text (the nearest in time when several
-    match, each entry once), and how many records matched none."""
+    match, each entry once), then by role and time alone for a record whose text no entry has (:data:`SAME_MOMENT`);
+    and how many records matched none."""
     entries: dict[tuple[str, tuple[str, ...]], list[tuple[str, float | None]]] = {}
+    by_role: dict[str, list[tuple[str, float]]] = {}
     wanted = {key for key, _ in records}
     try:
         with session_file.open("rb") as stream:
@@ -147,19 +155,32 @@ def match_records(session_file: Path, records: list[Record]) -> tuple[frozenset[
                                                                                                    str):
                     continue
                 key = _key(entry.get("message"))
+                if key is None:
+                    continue
+                when = _seconds(entry.get("timestamp"))
                 if key in wanted:
-                    entries.setdefault(key, []).append((entry["id"], _seconds(entry.get("timestamp"))))
+                    entries.setdefault(key, []).append((entry["id"], when))
+                if when is not None:
+                    by_role.setdefault(key[0], []).append((entry["id"], when))
     except OSError:
         return frozenset(), len(records)
     found: set[str] = set()
-    unplaced = 0
+    left: list[Record] = []
     for key, when in records:
         candidates = [c for c in entries.get(key, []) if c[0] not in found]
         if not candidates:
-            unplaced += 1
+            left.append((key, when))
             continue
         best = min(candidates, key=lambda c: abs(c[1] - when) if when is not None and c[1] is not None else 0.0)
         found.add(best[0])
+    unplaced = 0
+    for (role, _), when in left:
+        near = [c for c in by_role.get(role, []) if c[0] not in found and when is not None
+                and abs(c[1] - when) <= SAME_MOMENT]
+        if not near:
+            unplaced += 1
+            continue
+        found.add(min(near, key=lambda c: abs(c[1] - (when or 0.0)))[0])
     return frozenset(found), unplaced
 
 

@@ -45,7 +45,11 @@ def test_messages_still_in_the_extensions_queue_are_left_for_flush(
     queue = isolated_home / ".hindsight" / "pi-queues" / "q-1.auto.jsonl"
     queue.parent.mkdir(parents=True)
     stamps = [json.loads(line)["timestamp"] for line in b.lines[-2:]]
-    records = [hpi_queue_record("q-1", m, at) for m, at in zip(messages_of(b, ids[-2:]), stamps, strict=True)]
+    messages = messages_of(b, ids[-2:])
+    # hindsight-pi's sanitizeCredentials may rewrite a text (extensions/retain/prepare.ts): then its role and time
+    # (written within milliseconds of the entry) place it.
+    messages[0] = {**messages[0], "content": [{"type": "text", "text": "TURN-3 question about the [redacted]"}]}
+    records = [hpi_queue_record("q-1", m, at) for m, at in zip(messages, stamps, strict=True)]
     records.append({"sessionId": "q-1", "content": "{not json"})
     queue.write_text("".join(json.dumps(r) + "\n" for r in records))
     summary, rows = run(runner, tmp_path)
