@@ -517,6 +517,9 @@ class Importer:
             return found
         if not luxus.retain:
             return Switched("luxus-session", luxus.reason or "pi-hindsight session meta")
+        if not header.cwd and self.options.catch_up:  # its session meta and cursor live under the cwd (S8)
+            return Switched("luxus-session", "no cwd in the session header: its session meta cannot be found "
+                                             "(fail closed)")
         if luxus.next_off and self.options.catch_up:
             # memory-lifecycle-retain.ts: a pending nextRetainMode "off" skips the next completed agent run, which
             # is the one after the cursor: not retained automatically (fail closed).

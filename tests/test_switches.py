@@ -183,3 +183,18 @@ def test_a_reviewed_session_with_pi_hindsight_tags_is_sent_as_reviewed(runner: C
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["from_run"]["refused_total"] == 0
     assert any("release-7" in doc.get("tags", []) for doc in fake.documents["tagged"].values())
+
+
+def test_catch_up_leaves_out_a_session_whose_meta_cannot_be_found(runner: CliRunner, tmp_path: Path) -> None:
+    """No cwd in the header: pi-hindsight's session meta (under <cwd>/.pi/hindsight) cannot be looked at (S8)."""
+    b = SessionBuilder(cwd="", session_id="sw-nocwd")
+    header = json.loads(b.lines[0])
+    del header["cwd"]
+    b.lines[0] = json.dumps(header)
+    b.user("SECRET-PLAN question")
+    b.assistant("answer")
+    b.write(tmp_path / "sessions" / "s.jsonl")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"banks": {"project": {"bankId": "somewhere"}}}))
+    summary, rows, _ = run(runner, tmp_path, "--catch-up", "--config", str(config))
+    assert [r["status"] for r in rows] == ["switched-off"] and "no cwd" in summary["switched_off"][0]["reason"]
