@@ -454,7 +454,6 @@ class Importer:
             if self.options.switches_respected:
                 handled = CatchUpVerdict(True, switched_off=hpi.off)
             annotations["switch"] = part.as_json()
-        counted()
         if hpi is not None and hpi.tags:  # the session's tags, as message_end adds sessionTags(entries)
             settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *hpi.tags]})
         if self.options.catch_up:
@@ -463,6 +462,7 @@ class Importer:
             if cursor.note:
                 summary.cursor_fallbacks.append({"file": key, "note": cursor.note})
                 annotations["cursor"] = cursor.note
+        counted()
         live_note: LiveNote | None = None
         if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
             decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
