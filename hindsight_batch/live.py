@@ -2,13 +2,17 @@
 
 Before a session is planned, the server is asked what the live extension retained for it in the session's project
 bank: hindsight-pi's documents tagged ``session:<id>`` with ``store_method:auto`` or ``store_method:tool`` (this
-tool's own are ``store_method:import``), and pi-hindsight's document ``pi-session:<sha256(session file)[:16]>``.
-``--live-retained`` says what then happens:
+tool's own are ``store_method:import`` under ``pi-import:`` ids), hindsight-pi's own backfills (under the session id
+or the file's name, ``store_method:import``), pi-hindsight's own import documents (``pi-import:…:leaf:…``,
+``imported:true``) and pi-hindsight's live document ``pi-session:<sha256(session file)[:16]>`` (under each spelling
+of the path). ``--live-retained`` says what then happens:
 
-* ``after`` (default): only what came after the live retains is imported. Where pi-hindsight's retain cursor
-  names the last message it handled, everything up to that message is left out; otherwise everything on the
-  active path up to the last entry whose timestamp is not later than the newest ``updated_at`` the server holds
-  for those documents (the time of the last live retain).
+* ``after`` (default): only what the server does not hold is imported. A document whose text says which entries it
+  holds is matched by content (hindsight_batch/extension_records.py): hindsight-pi's session document (one prepared
+  message per line), its backfills and pi-hindsight's imports (the entry ids they list); so a turn a later flush
+  replaced away is imported again. The others (pi-hindsight's live document, a text that cannot be read so) are
+  placed by pi-hindsight's retain cursor (hindsight_batch/catchup.py), else up to the last entry on the active path
+  whose timestamp is not later than the newest ``updated_at`` the server holds for them (the last live retain).
 * ``skip``: a session with any live retain is not imported at all.
 * ``include``: no check; everything is imported (live retains may then be doubled).
 
@@ -60,7 +64,7 @@ class LiveDecision(NamedTuple):
     until: str | None = None  # the newest updated_at of the live documents
     cursor: CatchUpVerdict | None = None  # pi-hindsight's retain cursor, where it names a message
     note: str = ""
-    held: frozenset[str] = frozenset()  # entries hindsight-pi's backfill documents list
+    held: frozenset[str] = frozenset()  # entries the documents hold, by content (left out by id)
 
     def as_json(self) -> LiveNote:
         data: LiveNote = {"decision": self.decision, "note": self.note}
