@@ -279,7 +279,7 @@ def luxus_session(cwd: str | None, session_file: Path, env: Mapping[str, str] | 
 class HpiSession:
     messages: int  # message entries in the file
     off: frozenset[str]  # ids of the message entries written while retention was off
-    tags: tuple[str, ...]  # the session tags in effect at the end of the file
+    tags: tuple[str, ...]  # the session tags in effect when any of its messages was written
 
     @property
     def all_off(self) -> bool:
@@ -294,7 +294,8 @@ def hpi_session(session_file: Path) -> HpiSession | None:
     ``sessionRetained`` gives the default, true; ``tags`` are the strings that are not blank. extensions/index.ts
     ``message_end`` checks ``sessionRetained(entries, true)`` over the entries written so far (``getEntries()``,
     file order) when each message ends, so a message written after a ``retained:false`` entry (and before the
-    next ``retained:true``) was never retained, and its tags are those in effect then."""
+    next ``retained:true``) was never retained, and its tags are those in effect then: the session document's tags
+    are their union over its messages (recorded: tests/fixtures/extensions/hpi/tags), and so are the items' here."""
     marker = HPI_META_TYPE.encode()
     try:
         with session_file.open("rb") as stream:
@@ -307,6 +308,7 @@ def hpi_session(session_file: Path) -> HpiSession | None:
             stream.seek(0)
             retained = True
             tags: tuple[str, ...] = ()
+            used: dict[str, None] = {}  # tags in effect at some message, in the order met
             messages = 0
             off: set[str] = set()
             for line in stream:  # one line at a time: a session may be hundreds of MB
@@ -314,6 +316,7 @@ def hpi_session(session_file: Path) -> HpiSession | None:
                     fast = _MESSAGE_PREFIX.match(line)
                     if fast is not None:  # pi's own key order: the id without parsing the line
                         messages += 1
+                        used.update(dict.fromkeys(tags))
                         if not retained:
                             off.add(fast.group(1).decode())
                         continue
@@ -335,11 +338,12 @@ def hpi_session(session_file: Path) -> HpiSession | None:
                             if isinstance(raw_tags, list) else ())
                 elif kind == "message":
                     messages += 1
+                    used.update(dict.fromkeys(tags))
                     if not retained and isinstance(entry.get("id"), str):
                         off.add(entry["id"])
     except OSError:
         return None  # planning reads the file and reports the failure
-    return HpiSession(messages, frozenset(off), tags)
+    return HpiSession(messages, frozenset(off), tuple(used))
 
 
 def switched_row(run_id: str, source_file: str, session_id: str, switched: Switched) -> dict[str, Any]:

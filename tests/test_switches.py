@@ -198,3 +198,21 @@ def test_catch_up_leaves_out_a_session_whose_meta_cannot_be_found(runner: CliRun
     config.write_text(json.dumps({"banks": {"project": {"bankId": "somewhere"}}}))
     summary, rows, _ = run(runner, tmp_path, "--catch-up", "--config", str(config))
     assert [r["status"] for r in rows] == ["switched-off"] and "no cwd" in summary["switched_off"][0]["reason"]
+
+
+def test_session_tags_are_those_in_effect_at_some_message(runner: CliRunner, tmp_path: Path) -> None:
+    """hindsight-pi tags each message with the tags in effect when it ends; its document holds their union. A tag
+    removed later still tagged the messages before; a tag added after the last message tagged none."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    b = SessionBuilder(cwd=str(project), session_id="sw-tags")
+    hpi_meta(b, tags=["early"])
+    b.user("ONE question about the importer module")
+    b.assistant("ONE answer")
+    hpi_meta(b, tags=[])  # /hindsight:remove-tag early
+    b.user("TWO question")
+    b.assistant("TWO answer")
+    hpi_meta(b, tags=["late"])  # after the last message
+    b.write(tmp_path / "sessions" / "s.jsonl")
+    _, rows, _ = run(runner, tmp_path)
+    assert "early" in rows[0]["tags"] and "late" not in rows[0]["tags"]
