@@ -869,14 +869,15 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cli", nargs="+", choices=["import", "prune", "flush"],
                         help="run the real commands instead (a campaign of --seconds each)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="with --cli: how long each command is run")
+    parser.add_argument("--seconds", type=float,
+                        help="stop after this long (with --cli: how long each command is run; default 60)")
     parser.add_argument("--no-tmpfs", action="store_true", help="with --cli: inject ENOSPC rather than mount")
     args = parser.parse_args()
     if args.worker:
         worker()
         return
     if args.cli:
-        sys.exit(cli_campaign(args.cli, args.seconds, args.seed, args.timeout, args.keep, not args.no_tmpfs))
+        sys.exit(cli_campaign(args.cli, args.seconds or 60.0, args.seed, args.timeout, args.keep, not args.no_tmpfs))
     sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
     originals = {p: p.read_bytes() for p in sources}
     rng = random.Random(args.seed)
@@ -891,6 +892,8 @@ def main() -> None:
     peak = giant_peak = 0.0
     worker_proc = Worker()
     for n in range(args.files):
+        if args.seconds is not None and time.perf_counter() - started > args.seconds:
+            break
         source = rng.choice(sources)
         data, kinds, original_lines = mutate(rng, originals[source])
         by_kind.update(kinds)

@@ -119,3 +119,27 @@ def test_flush_fails_a_queue_that_is_a_special_file_and_flushes_the_rest(
     assert reports["a.auto.jsonl"]["failed"] and "not a regular file" in reports["a.auto.jsonl"]["errors"][0]
     assert reports["b.auto.jsonl"]["sent"] == 1
     assert "delivered" in [i["content"] for i in fake.accepted]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", KINDS)
+def test_queue_depths_count_around_a_special_file(tmp_path: Path, kind: str) -> None:
+    """``status`` counts each queue's jobs and dead letters: a dead-letter file that is a FIFO blocked it."""
+    from hindsight_batch.queue.discovery import queue_depths
+
+    folder = tmp_path / "queues"
+    folder.mkdir()
+    (folder / "a.auto.jsonl").write_text('{"bankId":"b","content":"x"}\n')
+    (folder / "b.auto.jsonl").write_text('{"bankId":"b","content":"y"}\n')
+    dead = folder / "a.auto.dead.jsonl"
+    dead.touch()
+    swap(dead, kind)
+    depths = {Path(d["queue"]).name: d for d in queue_depths([folder])}
+    assert (depths["a.auto.jsonl"]["jobs"], depths["a.auto.jsonl"]["dead"]) == (None, None)
+    assert depths["a.auto.jsonl"]["error"] == f"{dead}: not a regular file ({kind_named(kind)})"
+    assert (depths["b.auto.jsonl"]["jobs"], depths["b.auto.jsonl"]["dead"]) == (1, 0)
+
+
+def kind_named(kind: str) -> str:
+    return {"fifo": "a FIFO", "folder": "a folder", "link to a fifo": "a FIFO",
+            "link to a device": "a character device"}[kind]

@@ -62,4 +62,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     echo(f"ledger: {json.dumps(data['ledger'])}")
     echo(f"server: {data['server']}")
     for queue in data["queues"]:
-        echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
+        if queue.get("error"):
+            echo(f"queue: {queue['queue']}: cannot be read: {queue['error']}")
+        else:
+            echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
