@@ -36,6 +36,7 @@ from hindsight_batch import jsoncodec
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
+from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.masking import mask
 
 GIT_TIMEOUT = 5.0
@@ -314,7 +315,7 @@ def persisted_recall_bank(session_file: Path) -> str | None:
     keeping any of its text."""
     bank: str | None = None
     try:
-        with session_file.open("rb") as handle:
+        with open_regular_file(session_file) as handle:  # a FIFO swapped in mid-run must not block the run
             for line in handle:
                 if b"hindsight-recall" not in line or b"bankId" not in line:
                     continue
