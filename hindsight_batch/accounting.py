@@ -58,6 +58,11 @@ class ImportSummary:
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
     sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
+    # Sessions a live extension's switch covers (hindsight_batch/switches.py), left out or (import without
+    # --respect-switches) reported only; and retain cursors that could not be used as they are (a fallback).
+    switched_off: list[dict[str, Any]] = field(default_factory=list)
+    cursor_fallbacks: list[dict[str, str]] = field(default_factory=list)
+    queued_by_extension: list[dict[str, Any]] = field(default_factory=list)  # hindsight-pi's queued records
     banks: dict[str, dict[str, Any]] = field(default_factory=dict)  # project bank → sessions, why
     live_retained: Counter[str] = field(default_factory=Counter)  # decision → sessions
     live_unchecked: str | None = None
@@ -108,6 +113,12 @@ class ImportSummary:
             "catch_up_skipped_total": len(self.catch_up_skipped),
             "sessions_skipped": self.sessions_skipped[: self.MAX_LISTED],
             "sessions_skipped_total": len(self.sessions_skipped),
+            "switched_off": self.switched_off[: self.MAX_LISTED],
+            "switched_off_total": len(self.switched_off),
+            "switched_off_skipped": sum(1 for s in self.switched_off if s["respected"] and s["whole_session"]),
+            "cursor_fallbacks": self.cursor_fallbacks[: self.MAX_LISTED],
+            "cursor_fallbacks_total": len(self.cursor_fallbacks),
+            "queued_by_extension": self.queued_by_extension[: self.MAX_LISTED],
             "project_banks": self.banks,
             "live_retained": dict(sorted(self.live_retained.items())),
             "live_retained_unchecked": self.live_unchecked,

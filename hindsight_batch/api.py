@@ -62,6 +62,7 @@ class ImportOptions:
     delete_stale: bool = False  # list (dry run) or delete (apply) the plan's stale server documents
     live_retained: LiveRetained = "after"
     catch_up: bool = False
+    respect_switches: bool | None = None  # the live extension's switches; None: on with catch_up, else reported only
     max_seconds: float | None = None
     jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (parallelism.py)
     progress: bool = False  # a progress bar on stderr
@@ -139,7 +140,7 @@ def run_import(options: ImportOptions) -> ImportResult:
         manifest=options.manifest, include_content=options.include_content, since=options.since,
         cwd_filter=options.cwd_filter, project_filter=options.project_filter, progress=options.progress,
         apply=apply, wait=options.wait, wait_timeout=options.wait_timeout, catch_up=options.catch_up,
-        max_seconds=options.max_seconds, jobs=options.jobs, live=live,
+        respect_switches=options.respect_switches, max_seconds=options.max_seconds, jobs=options.jobs, live=live,
     )
     writer = ManifestWriter(options.manifest)  # a bad manifest path fails here, before the ledger folder is made
     stale: StaleDocuments | None = None

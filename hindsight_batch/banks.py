@@ -300,9 +300,12 @@ def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, e
         for kind in ("auto", "tool"):
             banks |= _banks_in_lines(root / f"{_queue_safe(session_id)}.{kind}.jsonl")
         return banks
-    if family == PI_HINDSIGHT:
-        doc = "pi-session:" + hashlib.sha256(str(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
-        return _banks_in_lines(Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl", doc)
+    if family == PI_HINDSIGHT:  # its live document id under each spelling of the session's path (pi's own first)
+        from hindsight_batch.switches import path_hashes
+
+        queue = Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl"
+        return set().union(*(_banks_in_lines(queue, f"pi-session:{digest}")
+                             for digest in path_hashes(session_file, env)))
     return set()
 
 

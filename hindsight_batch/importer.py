@@ -20,15 +20,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
 from hindsight_batch.banks import BankResolver, project_name, with_project_bank
-from hindsight_batch.catchup import CatchUpVerdict, verdict
+from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
 from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.extension_records import queued_ids
 from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
@@ -38,6 +39,7 @@ from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_line, encode_lines
+from hindsight_batch.switches import LuxusSession, Switched, hpi_session, luxus_session, project_switch, switched_row
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
@@ -71,6 +73,14 @@ class ImportOptions:
     jobs: int | Literal["auto"] = 1  # session files planned at once, in worker processes when more than one
     live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
     reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (reviewed.py)
+    # What the user told the live extension (hindsight_batch/switches.py): None means on for catch-up (automatic
+    # retain), off for an import (a deliberate operation: seed 001's mode matrix allows import in every mode), which
+    # still reports every session a switch covers.
+    respect_switches: bool | None = None
+
+    @property
+    def switches_respected(self) -> bool:
+        return self.catch_up if self.respect_switches is None else self.respect_switches
 
 
 def settings_hash(settings: Settings) -> str:
@@ -97,6 +107,7 @@ class _Job(NamedTuple):
     bank_why: str  # how the project bank was chosen, on every manifest row
     live_retained: LiveNote | None = None  # what the live check found, on every manifest row
     sha256: str | None = None  # of the file's bytes, checked before planning
+    annotations: dict[str, Any] | None = None  # a switch that covers the session, a cursor not used: on every row
 
     @property
     def name(self) -> str:
@@ -375,15 +386,19 @@ class Importer:
             summary.duplicates.append({"file": key, "same_session_as": owner})
             return None
         handled: CatchUpVerdict | None = None
-        if self.options.catch_up:
-            if self._deadline is not None and time.monotonic() >= self._deadline:
-                summary.stopped_early = True
-                return None
-            handled = verdict(header.cwd, path)
-            if not handled.retain:
-                summary.catch_up_skipped.append({"file": key, "reason": handled.reason or ""})
-                return None
-        resolved, choice, shaped_settings = self._settings_for(header, path)
+        if self.options.catch_up and self._deadline is not None and time.monotonic() >= self._deadline:
+            summary.stopped_early = True
+            return None
+        # The switches kept outside the session file (per project, pi-hindsight's session meta): before an unchanged
+        # source is reused, since they change without the file changing.
+        annotations: dict[str, Any] = {}
+        luxus = luxus_session(header.cwd, path, self.resolver.env)
+        switched = self._outside_switch(header, luxus)
+        if switched is not None and self._switched(key, header, switched):
+            return None
+        if switched is not None:
+            annotations["switch"] = switched.as_json()
+        resolved, choice, shaped_settings = self._settings_for(header, path, luxus.tags)
         if shaped_settings is None or choice.bank_id is None:
             summary.sessions_skipped.append({"file": key, "reason": f"no project bank: {choice.skip}"})
             return None
@@ -415,6 +430,30 @@ class Importer:
                         key, stat.st_size, stat.st_mtime_ns, previous.sha256 or file_sha256(path), shape,
                         previous.last_run_id))
                 return None
+        # hindsight-pi's hindsight-meta entries live in the file: read once it is to be planned (an unchanged source
+        # was judged when it was read).
+        hpi = hpi_session(path)
+        if hpi is not None and hpi.all_off:
+            off = Switched("hpi-session", "hindsight-pi: /hindsight:toggle-retain turned retention off before "
+                                          "every message of this session (hindsight-meta retained:false)")
+            if self._switched(key, header, off):
+                return None
+            annotations["switch"] = off.as_json()
+        elif hpi is not None and hpi.off:
+            part = Switched("hpi-session", f"hindsight-pi: {len(hpi.off)} of {hpi.messages} message(s) were "
+                                           "written while /hindsight:toggle-retain had retention off")
+            self._switched(key, header, part, whole=False)
+            if self.options.switches_respected:
+                handled = CatchUpVerdict(True, switched_off=hpi.off)
+            annotations["switch"] = part.as_json()
+        if hpi is not None and hpi.tags:  # the session's tags, as message_end adds sessionTags(entries)
+            settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *hpi.tags]})
+        if self.options.catch_up:
+            cursor = cursor_verdict(header.cwd, path, self.resolver.env)
+            handled = cursor._replace(switched_off=handled.switched_off if handled else frozenset())
+            if cursor.note:
+                summary.cursor_fallbacks.append({"file": key, "note": cursor.note})
+                annotations["cursor"] = cursor.note
         live_note: LiveNote | None = None
         if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
             decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
@@ -425,12 +464,55 @@ class Importer:
                 summary.sessions_skipped.append({"file": key, "reason": decision.note})
                 return None
             handled = decision.handled(handled)
+        if live is None or live.mode != "include":
+            handled = self._queued(key, header, path, handled, annotations)
         # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
         # makes the recorded hash stale, so that --from-run refuses the file: the safe side).
         if not sha256 and hash_here:
             sha256 = file_sha256(path)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
-                    sha256)
+                    sha256, annotations or None)
+
+    def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
+                annotations: dict[str, Any]) -> CatchUpVerdict | None:
+        """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
+        their entries are left out here (hindsight_batch/extension_records.py), and the queue is named."""
+        queued = queued_ids(path, header.id, self.resolver.env)
+        if queued is None or not (queued.ids or queued.unplaced):
+            return handled
+        note = (f"{len(queued.ids)} message(s) wait in hindsight-pi's queue {queued.path} (flush sends them): left "
+                "out" + (f"; {queued.unplaced} queued record(s) match no entry" if queued.unplaced else ""))
+        self.summary.queued_by_extension.append({"file": key, "queue": str(queued.path), "left_out": len(queued.ids),
+                                                 "unplaced": queued.unplaced})
+        annotations["queued"] = note
+        base = handled or CatchUpVerdict(True)
+        return base._replace(handled_ids=base.handled_ids | queued.ids)
+
+    def _outside_switch(self, header: SessionHeader, luxus: LuxusSession) -> Switched | None:
+        """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed
+        004 keeps it out of a historical import), that covers this whole session; or None."""
+        resolved = self.resolver.for_cwd(header.cwd)
+        found = project_switch(resolved, self.resolver.env)
+        if found is not None:
+            return found
+        if not luxus.retain:
+            return Switched("luxus-session", luxus.reason or "pi-hindsight session meta")
+        if luxus.next_off and self.options.catch_up:
+            # memory-lifecycle-retain.ts: a pending nextRetainMode "off" skips the next completed agent run, which
+            # is the one after the cursor: not retained automatically (fail closed).
+            return Switched("luxus-session", "pi-hindsight: a pending /hindsight:next-opt-out (nextRetainMode off)")
+        return None
+
+    def _switched(self, key: str, header: SessionHeader, switched: Switched, whole: bool = True) -> bool:
+        """A session a switch covers, reported (summary; with the switches respected and the whole session covered,
+        one manifest row with its id and the reason, never its text). Whether the session is left out."""
+        respected = self.options.switches_respected
+        self.summary.switched_off.append({"file": key, "session_id": header.id, **switched.as_json(),
+                                          "whole_session": whole, "respected": respected})
+        if not (whole and respected):
+            return False
+        self.manifest.write_lines([encode_line(switched_row(self.summary.run_id, key, header.id, switched))])
+        return True
 
     @staticmethod
     def _recorded_header(previous: SourceState | None, stat: os.stat_result) -> SessionHeader | None:
@@ -440,10 +522,11 @@ class Importer:
             return None
         return header_from_text(previous.header)
 
-    def _settings_for(self, header: SessionHeader, path: Path
+    def _settings_for(self, header: SessionHeader, path: Path, session_tags: tuple[str, ...] = ()
                       ) -> tuple[ResolvedConfig, BankChoice, tuple[Settings, str] | None]:
         """The session's configuration, bank choice and (when it has a bank) its settings and their hash with this
-        run's suffixes, as the ledger keeps it for the source."""
+        run's suffixes, as the ledger keeps it for the source. ``session_tags`` (pi-hindsight's session meta) are
+        added to the items' tags, as its retain adds ``extraTags: sessionMemory.tags``."""
         resolved = self.resolver.for_cwd(header.cwd)
         settings = resolved.settings
         project = project_name(settings, header.cwd)
@@ -457,9 +540,14 @@ class Importer:
             settings = with_project_bank(settings, choice.bank_id, tags)
             shaped = (resolved, settings, settings_hash(settings))
             self._shaped[(id(resolved), choice.bank_id, tuple(tags))] = shaped
-        shape = shaped[2] + (":catch-up" if self.options.catch_up else "")
+        settings, digest = shaped[1], shaped[2]
+        if session_tags:
+            settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *session_tags]})
+            digest = settings_hash(settings)
+        shape = digest + (":catch-up" if self.options.catch_up else "")
         shape += f":live-{self.options.live.mode}" if self.options.live is not None else ""
-        return resolved, choice, (shaped[1], shape)
+        shape += ":switches" if self.options.switches_respected else ""
+        return resolved, choice, (settings, shape)
 
     def _configuration_changed(self, reviewed: Reviewed) -> bool:
         """--from-run: whether any source's settings differ from the review's; then every source is refused
@@ -515,6 +603,8 @@ class Importer:
             self.accounting.file_failed(job.path, exc)
             return
         self.accounting.session(plan)
+        if plan.handled_note:
+            self.summary.cursor_fallbacks.append({"file": job.name, "note": plan.handled_note})
         self.manifest.write_lines(encoded.lines)
         self.accounting.tallies(encoded.tallies)
         if self.uploader is not None:
@@ -548,10 +638,15 @@ class Importer:
         of them in four forms at once (rows, JSON values, manifest lines, ledger records) was its import's peak."""
         rows, plan.rows = plan.rows, []
         rows.reverse()  # popped from the end: in file order
+        notes = dict(job.annotations or {})
+        if plan.handled_note:
+            notes["cursor"] = plan.handled_note
         encoded = _Encoded([], [], [], set())
         while rows:
             row = rows.pop()
             data = row.as_json(bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
+            if notes:
+                data.update(notes)
             encoded.lines.append(encode_line(data))  # text no UTF-8 file can hold (a lone surrogate) fails here
             encoded.records.append(manifest_table.record_line(data))
             encoded.tallies.append(RowTally.of(data))

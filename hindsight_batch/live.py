@@ -25,10 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch.catchup import CatchUpVerdict, path_hash, verdict
-from hindsight_batch.config.families import HINDSIGHT_PI
+from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
+from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.errors import ServerError
+from hindsight_batch.extension_records import backfill_ids
 from hindsight_batch.masking import mask
+from hindsight_batch.switches import path_hashes
 
 if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
     from hindsight_batch.rows import LiveNote
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --l
 
 LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
+BACKFILL_STORE_METHOD = "store_method:import"  # hindsight-pi's own backfill commands (not under pi-import: ids)
 
 
 class LiveDecision(NamedTuple):
@@ -46,6 +49,7 @@ class LiveDecision(NamedTuple):
     until: str | None = None  # the newest updated_at of the live documents
     cursor: CatchUpVerdict | None = None  # pi-hindsight's retain cursor, where it names a message
     note: str = ""
+    held: frozenset[str] = frozenset()  # entries hindsight-pi's backfill documents list
 
     def as_json(self) -> LiveNote:
         data: LiveNote = {"decision": self.decision, "note": self.note}
@@ -60,10 +64,10 @@ class LiveDecision(NamedTuple):
         if self.decision != "after":
             return catch_up
         base = catch_up or self.cursor or CatchUpVerdict(True)
-        if base.handled_id is None and base.handled_index is None and self.cursor is not None:
-            base = CatchUpVerdict(base.retain, base.reason, self.cursor.handled_id, self.cursor.handled_index)
-        until = None if (base.handled_id is not None or base.handled_index is not None) else self.until
-        return CatchUpVerdict(base.retain, base.reason, base.handled_id, base.handled_index, until)
+        if base.handled_id is None and self.cursor is not None:
+            base = base._replace(handled_id=self.cursor.handled_id)
+        # The time is kept beside a cursor: planning falls back to it when the cursor's entry is not on the path.
+        return base._replace(handled_until=self.until, handled_ids=base.handled_ids | self.held)
 
 
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
@@ -106,6 +110,11 @@ class LiveCheck:
             self._client.close()
 
     def _live_documents(self, bank_id: str, family: str, session_id: str, session_file: Path) -> list[dict[str, Any]]:
+        """The live extension's documents for this session: hindsight-pi's live retains (``store_method:auto`` or
+        ``tool``) and its backfills (``store_method:import`` under another id than this tool's ``pi-import:``:
+        ``/hindsight:parse-and-upsert-session`` under the session id, ``/hindsight:upsert-historical-sessions``
+        under the file's name, tagged ``session:<that name>``; hindsight_batch/extension_records.py), and
+        pi-hindsight's live document ``pi-session:<hash>``."""
         if self._client is None and self._factory is not None:
             made = self._factory()
             try:
@@ -117,14 +126,44 @@ class LiveCheck:
         client = self._client
         if client is None:
             return []
+        stem = session_file.name.removesuffix(".jsonl")
+        # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
         found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
                  if not str(doc.get("id", "")).startswith("pi-import:")
-                 and LIVE_STORE_METHODS.intersection(doc.get("tags") or [])]
-        if family != HINDSIGHT_PI:
-            doc = client.document(bank_id, f"pi-session:{path_hash(session_file)}")
-            if doc is not None:
-                found.append(doc)
+                 and (LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
+                      or (doc.get("id") in (session_id, stem) and BACKFILL_STORE_METHOD in (doc.get("tags") or [])))]
+        if family != PI_HINDSIGHT and stem != session_id and all(doc.get("id") != stem for doc in found):
+            historical = client.document(bank_id, stem)  # upsert-historical-sessions: named after the file
+            if historical is not None and BACKFILL_STORE_METHOD in (historical.get("tags") or []):
+                found.append(historical)
+        if family != HINDSIGHT_PI:  # under each spelling of the session's path (pi's own first)
+            for digest in path_hashes(session_file):
+                doc = client.document(bank_id, f"pi-session:{digest}")
+                if doc is not None:
+                    found.append(doc)
         return found
+
+    def _backfilled(self, bank_id: str, session_id: str, stem: str, docs: list[dict[str, Any]]
+                    ) -> tuple[frozenset[str], list[dict[str, Any]]]:
+        """The entry ids hindsight-pi's backfill content lists (the session-id document may hold it under later
+        live appends, whatever its tags now say), and the backfill documents whose text lists none (the server
+        keeps no text, say): those are placed by time instead."""
+        ids: set[str] = set()
+        unread: list[dict[str, Any]] = []
+        for doc in docs:
+            name = str(doc.get("id", ""))
+            backfill = BACKFILL_STORE_METHOD in (doc.get("tags") or [])
+            if not (backfill or name in (session_id, stem)):
+                continue
+            text = doc.get("original_text")
+            if text is None and self._client is not None:
+                full = self._client.document(bank_id, name)
+                text = full.get("original_text") if full else None
+            found = backfill_ids(text if isinstance(text, str) else None)
+            ids |= found
+            if backfill and not found:
+                unread.append(doc)
+        return frozenset(ids), unread
 
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
         if self.mode == "include":
@@ -147,20 +186,31 @@ class LiveCheck:
         if not docs:
             return LiveDecision("none", note="the live extension retained nothing of this session in this bank")
         ids = tuple(sorted(str(doc.get("id")) for doc in docs))
-        stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in docs]
-        until = max((s for s in stamps if s), default=None)
         if self.mode == "skip":
-            return LiveDecision("skip", ids, until, note="the live extension retained this session (--live-retained "
-                                                         "skip)")
+            return LiveDecision("skip", ids, None, note="the live extension retained this session (--live-retained "
+                                                        "skip)")
+        # Live retains (hindsight-pi's store_method auto/tool, pi-hindsight's pi-session:) are placed by the cursor
+        # or by time; a backfill lists its entries, which are left out by id.
+        live_docs = [doc for doc in docs if LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
+                     or str(doc.get("id", "")).startswith("pi-session:")]
+        held, unread = self._backfilled(bank_id, session_id, session_file.name.removesuffix(".jsonl"), docs)
+        live_docs += unread  # a backfill whose text lists no entry: placed by its time (fail closed)
+        stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in live_docs]
+        until = max((s for s in stamps if s), default=None)
         cursor = None
         if family != HINDSIGHT_PI and cwd:
-            found = verdict(cwd, session_file)
-            if found.handled_id is not None or found.handled_index is not None:
+            found = cursor_verdict(cwd, session_file)
+            if found.handled_id is not None:
                 cursor = found
-        if cursor is not None:
-            note = "importing only what came after the extension's retain cursor"
+        notes = []
+        if held:
+            notes.append(f"leaving out the {len(held)} entries hindsight-pi's backfill document(s) hold")
+        if not live_docs:
+            pass
+        elif cursor is not None:
+            notes.append("importing only what came after the extension's retain cursor")
         elif until is None:
             return LiveDecision("skip", ids, None, note="live retains without a time; skipped (fail closed)")
         else:
-            note = f"importing only entries after the last live retain ({until})"
-        return LiveDecision("after", ids, until, cursor, note)
+            notes.append(f"importing only entries after the last live retain ({until})")
+        return LiveDecision("after", ids, until, cursor, "; ".join(notes), held)

@@ -316,13 +316,14 @@ def test_pi_session_strategy_uses_the_bank_a_persisted_recall_names(runner: CliR
 
 def test_pi_hindsight_queue_job_for_another_bank_skips_the_session(runner: CliRunner, tmp_path: Path,
                                                                    isolated_home: Path) -> None:
-    from hindsight_batch.catchup import path_hash
+    from hindsight_batch.switches import path_hashes
 
     write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"banks": {"project": {"derive": "cwd"}}})
     work = tmp_path / "w"
     work.mkdir()
     path = session_in(tmp_path, work, "s-q")
-    job = {"id": "j1", "bankId": "pi-project-elsewhere-000000000000", "documentId": f"pi-session:{path_hash(path)}",
+    digest = path_hashes(path)[-1]
+    job = {"id": "j1", "bankId": "pi-project-elsewhere-000000000000", "documentId": f"pi-session:{digest}",
            "createdAt": "2026-05-01T10:00:00Z", "updateMode": "append", "item": {"content": "x"}, "retries": 0}
     write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
     rows, summary = import_rows(runner, tmp_path, path)

@@ -66,6 +66,10 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Liter
                    "only what came after its retains, skip them, or include everything.")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
+@click.option("--respect-switches/--no-respect-switches", "respect_switches", default=None,
+              help="Leave out the sessions (and hindsight-pi's switched-off messages) the live extension was told "
+                   "not to retain: per project, per session. Default: on with --catch-up; off for an import, which "
+                   "lists them.")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
 @click.option("--jobs", metavar="N|auto", default="auto", show_default=True, callback=_jobs,
               help="Plan this many session files at once, in worker processes (1 to 64). Same output; memory per "
@@ -90,6 +94,7 @@ def import_command(
     delete_stale: bool,
     live_retained: str,
     catch_up: bool,
+    respect_switches: bool | None,
     max_seconds: float | None,
     jobs: int | Literal["auto"],
     config_file: Path | None,
@@ -129,7 +134,8 @@ def import_command(
         cwd_filter=cwd_filter, project_filter=project_filter, state_dir=state_dir, config_file=config_file,
         apply=apply, wait=wait, wait_timeout=wait_timeout, delete_stale=delete_stale,
         live_retained=cast("Literal['after', 'skip', 'include']", live_retained), catch_up=catch_up,
-        max_seconds=max_seconds, jobs=jobs, progress=progress(quiet), from_run=from_run,
+        respect_switches=respect_switches, max_seconds=max_seconds, jobs=jobs, progress=progress(quiet),
+        from_run=from_run,
     ))
     data = result.data
     if data["from_run"] is not None:
@@ -171,12 +177,14 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}, "
+            f"switched off {data['switched_off_skipped']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
             f"failed files {data['failed_files_total']}, "
-            f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
+            + (f"cursors not used {data['cursor_fallbacks_total']}, " if data["cursor_fallbacks_total"] else "")
+            + f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
 def _bank_labels(items: dict[Any, int]) -> dict[str, int]:  # keys: the summary's bank roles
@@ -224,6 +232,20 @@ def _print_import_summary(data: dict[str, Any]) -> None:
             + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
     for skipped in data["sessions_skipped"][:10]:
         out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
+    if data["switched_off_total"]:
+        left_out = data["switched_off_skipped"]
+        out(f"  switched off by the live extension: {data['switched_off_total']} session(s), {left_out} left out"
+            + ("" if left_out == data["switched_off_total"] else
+               " (the others imported: add --respect-switches to leave them out)"))
+    for switched in data["switched_off"][:10]:
+        verb = "left out" if switched["respected"] and switched["whole_session"] else (
+            "its switched-off messages left out" if switched["respected"] else "imported anyway")
+        out(f"  switched off ({verb}): {switched['file']}: {switched['reason']}")
+    for queued in data["queued_by_extension"][:10]:
+        out(f"  still queued by hindsight-pi ({queued['queue']}): {queued['file']}: {queued['left_out']} message(s) "
+            "left out for flush" + (f", {queued['unplaced']} record(s) match no entry" if queued["unplaced"] else ""))
+    for fallback in data["cursor_fallbacks"][:10]:
+        out(f"  retain cursor not used: {fallback['file']}: {fallback['note']}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:

@@ -17,7 +17,18 @@ from hindsight_batch.session.jsonl import (
     parse_object,
 )
 
-DEFAULT_TYPES = ("hindsight-recall",)
+# Every recall shape the two live extensions persist (issue 36), and nothing else:
+# * hindsight-pi's recall message, customType ``hindsight-recall`` (extensions/recall-message.ts
+#   ``createRecallCustomMessage``; its own extensions/prune.ts ``pruneRecallMessagesInSessionFile`` removes
+#   ``custom_message``/``custom`` entries of that type), and the recall indicator its earlier versions persisted when
+#   ``indicatorsInContext`` was set, ``pi.sendMessage({customType: "hindsight-recall-status", content, display,
+#   details})`` with the recalled previews in ``details`` (extensions/index.ts ``emitIndicator`` before 538c735;
+#   extensions/provider-filter.ts ``HINDSIGHT_RECALL_STATUS_TYPE``). Its retain indicator is not recall: kept.
+# * pi-hindsight's recall block: see :func:`is_luxus_recall`.
+DEFAULT_TYPES = ("hindsight-recall", "hindsight-recall-status")
+LUXUS_RECALL_START = "<hindsight-memory>"
+# What JavaScript's String.prototype.trim removes (WhiteSpace and LineTerminator), at the start of a string.
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(map(chr, range(0x2000, 0x200B)))
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
 # top-level fields, and _FAST reads a plain message line's entry from that prefix (ids with no escapes).
 _FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
@@ -43,7 +54,23 @@ class Entry(NamedTuple):
 
 
 
+def is_luxus_recall(obj: dict[str, Any]) -> bool:
+    """pi-hindsight's persisted recall block, as its ``/hindsight:recall-cleanup`` finds it
+    (extensions/lifecycle/recall-cleanup.ts ``lineContainsRecallBlock``): ``message?.content ?? entry.content`` is a
+    string whose trimmed text starts with ``<hindsight-memory>`` (a mention further in is not one; array content is
+    not looked at)."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
+        content = obj.get("content")
+    return isinstance(content, str) and content.lstrip(_JS_SPACE).startswith(LUXUS_RECALL_START)
+
+
 def is_recall(obj: dict[str, Any], types: tuple[str, ...]) -> bool:
+    if obj.get("type") == "session":
+        return False
+    if is_luxus_recall(obj):
+        return True
     if obj.get("type") == "custom_message":
         return obj.get("customType") in types
     message = obj.get("message")
@@ -78,7 +105,7 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
     entries: list[Entry] = []
     version = 0
     with path.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        markers = _marker_positions(view, tuple(t.encode() for t in types))
+        markers = _marker_positions(view, (*(t.encode() for t in types), LUXUS_RECALL_START.encode()))
         next_marker = 0
         size = len(view)
         offset = 0
