@@ -5,10 +5,13 @@ bank: hindsight-pi's documents tagged ``session:<id>`` with ``store_method:auto`
 tool's own are ``store_method:import``), and pi-hindsight's document ``pi-session:<sha256(session file)[:16]>``.
 ``--live-retained`` says what then happens:
 
-* ``after`` (default): only what came after the live retains is imported. Where pi-hindsight's retain cursor
-  names the last message it handled, everything up to that message is left out; otherwise everything on the
-  active path up to the last entry whose timestamp is not later than the newest ``updated_at`` the server holds
-  for those documents (the time of the last live retain).
+* ``after`` (default): what the server holds is not sent again. hindsight-pi's documents list what they hold:
+  its live document (one line per message it retained) and its backfills (lists of entries with their ids) are
+  read, and exactly those entries are left out (hindsight_batch/extension_records.py), so a turn the extension
+  lost (a later flush replaced the document) is imported. For pi-hindsight's live document, and a document whose
+  text lists nothing: where pi-hindsight's retain cursor names the last message it handled, everything up to
+  that message is left out; otherwise everything on the active path up to the last entry whose timestamp is not
+  later than the newest ``updated_at`` the server holds for those documents (the time of the last live retain).
 * ``skip``: a session with any live retain is not imported at all.
 * ``include``: no check; everything is imported (live retains may then be doubled).
 
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.errors import ServerError
-from hindsight_batch.extension_records import backfill_ids
+from hindsight_batch.extension_records import held_by_text
 from hindsight_batch.masking import mask
 from hindsight_batch.switches import path_hashes
 
@@ -143,27 +146,32 @@ class LiveCheck:
                     found.append(doc)
         return found
 
-    def _backfilled(self, bank_id: str, session_id: str, stem: str, docs: list[dict[str, Any]]
-                    ) -> tuple[frozenset[str], list[dict[str, Any]]]:
-        """The entry ids hindsight-pi's backfill content lists (the session-id document may hold it under later
-        live appends, whatever its tags now say), and the backfill documents whose text lists none (the server
-        keeps no text, say): those are placed by time instead."""
+    def _held(self, bank_id: str, session_id: str, session_file: Path, docs: list[dict[str, Any]]
+              ) -> tuple[frozenset[str], list[dict[str, Any]], list[str]]:
+        """What hindsight-pi's documents of this session hold, read from their text
+        (:func:`~hindsight_batch.extension_records.held_by_text`): its live document (under the session's id,
+        ``store_method:auto``) and its backfills. Returns the entry ids they hold, the documents whose text lists
+        nothing (the server keeps no text, or another shape): those are placed by time instead, and notes (live
+        records that match no entry)."""
         ids: set[str] = set()
         unread: list[dict[str, Any]] = []
+        notes: list[str] = []
         for doc in docs:
             name = str(doc.get("id", ""))
-            backfill = BACKFILL_STORE_METHOD in (doc.get("tags") or [])
-            if not (backfill or name in (session_id, stem)):
+            if name.startswith("pi-session:"):  # pi-hindsight's: its cursor or time places it
                 continue
             text = doc.get("original_text")
             if text is None and self._client is not None:
                 full = self._client.document(bank_id, name)
                 text = full.get("original_text") if full else None
-            found = backfill_ids(text if isinstance(text, str) else None)
-            ids |= found
-            if backfill and not found:
+            held = held_by_text(text if isinstance(text, str) else None, session_file)
+            ids |= held.ids
+            if not held.records:
                 unread.append(doc)
-        return frozenset(ids), unread
+            elif held.unplaced:
+                notes.append(f"{held.unplaced} of the {held.records} records in {name} match no entry of the "
+                             "session (imported, if kept)")
+        return frozenset(ids), unread, notes
 
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
         if self.mode == "include":
@@ -189,12 +197,10 @@ class LiveCheck:
         if self.mode == "skip":
             return LiveDecision("skip", ids, None, note="the live extension retained this session (--live-retained "
                                                         "skip)")
-        # Live retains (hindsight-pi's store_method auto/tool, pi-hindsight's pi-session:) are placed by the cursor
-        # or by time; a backfill lists its entries, which are left out by id.
-        live_docs = [doc for doc in docs if LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
-                     or str(doc.get("id", "")).startswith("pi-session:")]
-        held, unread = self._backfilled(bank_id, session_id, session_file.name.removesuffix(".jsonl"), docs)
-        live_docs += unread  # a backfill whose text lists no entry: placed by its time (fail closed)
+        # What hindsight-pi's documents hold is read from their text and left out by entry; a document whose text
+        # lists nothing, and pi-hindsight's live document, are placed by its cursor or by time.
+        held, live_docs, notes = self._held(bank_id, session_id, session_file, docs)
+        live_docs += [doc for doc in docs if str(doc.get("id", "")).startswith("pi-session:")]
         stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in live_docs]
         until = max((s for s in stamps if s), default=None)
         cursor = None
@@ -202,9 +208,11 @@ class LiveCheck:
             found = cursor_verdict(cwd, session_file)
             if found.handled_id is not None:
                 cursor = found
-        notes = []
         if held:
-            notes.append(f"leaving out the {len(held)} entries hindsight-pi's backfill document(s) hold")
+            kinds = " and ".join(sorted({"backfill" if BACKFILL_STORE_METHOD in (d.get("tags") or []) else "live"
+                                         for d in docs if not str(d.get("id", "")).startswith("pi-session:")}))
+            notes.insert(0, f"leaving out the {len(held)} entries hindsight-pi's {kinds} document(s) hold, by their "
+                            "text")
         if not live_docs:
             pass
         elif cursor is not None:
