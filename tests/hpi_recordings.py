@@ -59,6 +59,10 @@ def reroot(scenario: str, root: Path, home: Path, url: str = "http://HINDSIGHT",
                 target = home / ".hindsight" / path.relative_to(hindsight_home)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(_swap(path.read_text(), home, project, url).replace(recorded, bank))
+    flushed = any(r["method"] == "POST" and r["path"].endswith("/memories") and r["body"].get("items", [{}])[0]
+                  .get("document_id") for r in map(json.loads, (source / "requests.jsonl").read_text().splitlines()))
+    if flushed:  # hindsight-pi made its queue folder before the flush (queue.ts mkdirSync); git keeps no empty one
+        (home / ".hindsight" / "pi-queues").mkdir(parents=True, exist_ok=True)
     if (source / "project").is_dir():
         for path in (source / "project").rglob("*"):
             if path.is_file():

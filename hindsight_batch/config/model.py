@@ -162,6 +162,9 @@ class Settings(_Section):
     mappings: dict[str, str] = Field(default_factory=lambda: {})
     # Whose bank rule applies when both extensions' files are found ("auto": the one whose files are found).
     extension: Literal["auto", "hindsight-pi", "pi-hindsight", "none"] = "auto"
+    # Moved repositories: a session's cwd under a key is read as under its value (where the repository is now), to
+    # derive its bank and find its project configuration (``--map OLD=NEW``; hindsight_batch/banks.py).
+    path_map: dict[str, str] = Field(default_factory=lambda: {})
 
     @field_validator("base_url")
     @classmethod
