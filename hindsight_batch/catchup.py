@@ -67,10 +67,11 @@ def _refuse(value: Any) -> Any:
 
 
 def _has_float(value: Any) -> bool:
-    """Whether a float is anywhere in ``value``: JavaScript writes ``1.0`` as ``1`` and its own shortest form for
-    others; rather than guess, such a message is not matched by content."""
+    """Whether ``value`` holds a number Python would write otherwise than ``JSON.stringify``: both write the
+    shortest round-trip digits, but their exponent forms differ (``1e-07`` against ``1e-7``, and the ranges where
+    each switches to them). A file JavaScript wrote never holds ``2.0`` (it writes ``2``, read back as an int)."""
     if isinstance(value, float):
-        return True
+        return "e" in repr(value) or value != value or value in (float("inf"), float("-inf"))
     if isinstance(value, dict):
         return any(_has_float(v) for v in value.values())
     if isinstance(value, list):
@@ -120,21 +121,21 @@ def last_handled(session_file: Path, fingerprints: frozenset[str]) -> str | None
     """The id of the last message entry of the file whose fingerprint is one of ``fingerprints``, or None."""
     last: str | None = None
     try:
-        data = session_file.read_bytes()
+        with session_file.open("rb") as stream:
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if b'"message"' not in line:
+                    continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict) or entry.get("type") != "message":
+                    continue
+                message, entry_id = entry.get("message"), entry.get("id")
+                if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
+                    last = entry_id
     except OSError:
         return None
-    for line in data.splitlines():
-        if b'"message"' not in line:
-            continue
-        try:
-            entry = jsoncodec.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or entry.get("type") != "message":
-            continue
-        message, entry_id = entry.get("message"), entry.get("id")
-        if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
-            last = entry_id
     return last
 
 

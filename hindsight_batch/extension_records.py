@@ -27,9 +27,9 @@ from hindsight_batch.config.families import home_of
 
 
 def backfill_ids(text: str | None) -> frozenset[str]:
-    """The entry ids listed by hindsight-pi's backfill content: each line of the document's text that is a JSON
-    list of records with a string ``id``."""
-    found: set[str] = set()
+    """The entry ids listed by hindsight-pi's backfill content (each line of the document's text that is a JSON
+    list of records with a string ``id``), or by pi-hindsight's own import (:func:`luxus_import_ids`)."""
+    found: set[str] = set(luxus_import_ids(text))
     for line in (text or "").split("\n"):
         if not line.startswith("["):
             continue
@@ -40,6 +40,23 @@ def backfill_ids(text: str | None) -> frozenset[str]:
         if isinstance(records, list):
             found.update(r["id"] for r in records if isinstance(r, dict) and isinstance(r.get("id"), str))
     return frozenset(found)
+
+
+def luxus_import_ids(text: str | None) -> frozenset[str]:
+    """The entry ids a pi-hindsight import document lists: its content is ``JSON.stringify({source:
+    "pi-session-import", sessionFile, cwd, sessionId, branchLeafId, …, messages}, null, 2)`` with each message's
+    ``id`` kept (pi-hindsight extensions/imports/import-sessions.ts ``buildImportBranch``); its id
+    ``pi-import:<session>:leaf:<leaf>…``, tags ``import:historical``, ``imported:true``."""
+    if not text or not text.lstrip().startswith("{"):
+        return frozenset()
+    try:
+        data = jsoncodec.loads(text)
+    except ValueError:
+        return frozenset()
+    if not isinstance(data, dict) or data.get("source") != "pi-session-import" or not isinstance(
+            data.get("messages"), list):
+        return frozenset()
+    return frozenset(m["id"] for m in data["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str))
 
 
 def queue_path(session_id: str, env: Mapping[str, str]) -> Path:
@@ -55,49 +72,18 @@ class Queued(NamedTuple):
     path: Path
 
 
-class Held(NamedTuple):
-    """What one of hindsight-pi's documents holds of a session, read from its text."""
-
-    ids: frozenset[str]  # the entries it holds
-    records: int  # the lines it holds (a backfill's list counts once per entry)
-    unplaced: int  # live records no entry was found for
-
-
-# hindsight-pi extensions/upload.ts ``SECRET_PATTERNS``, applied by ``sanitizeCredentials`` to every text block
-# before a message is queued (extensions/retain/prepare.ts ``prepareRetainMessage``): an entry's text is compared
-# with a record's only after the same replacement.
-_SECRET_PATTERNS = (
-    re.compile(r"""(?:api[_-]?key|secret|token|password)\s*[:=]\s*['"]?([^\s'"`,;}{]{8,})['"]?""", re.IGNORECASE),
-    re.compile(r"\bsk-[A-Za-z0-9\-]{20,}\b"),
-    re.compile(r"\bhch-v\d+-[A-Za-z0-9]{20,}\b"),
-    re.compile(r"\bBearer\s+[A-Za-z0-9\-._~+/]{20,}=*"),
-)
-
-
-def sanitize_credentials(text: str) -> str:
-    """hindsight-pi's ``sanitizeCredentials``: each pattern's matches become ``<REDACTED>``, in turn."""
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub("<REDACTED>", text)
-    return text
-
-
-Key = tuple[str, tuple[str, ...]]
-
-
-def _key(message: Any, sanitized: bool = False) -> Key | None:
-    """A message's role and the text of its text blocks (a string content is one text); ``sanitized``: the texts
-    as hindsight-pi queues them (an entry's message, compared with a record)."""
+def _key(message: Any) -> tuple[str, tuple[str, ...]] | None:
+    """A message's role and the text of its text blocks (a string content is one text)."""
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         return None
     content = message.get("content")
     if isinstance(content, str):
-        texts: tuple[str, ...] = (content,)
-    elif isinstance(content, list):
+        return message["role"], (content,)
+    if isinstance(content, list):
         texts = tuple(b["text"] for b in content
                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    else:
-        return None
-    return message["role"], tuple(sanitize_credentials(t) for t in texts) if sanitized else texts
+        return message["role"], texts
+    return None
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -109,77 +95,93 @@ def _seconds(stamp: Any) -> float | None:
         return None
 
 
-def _record(prepared: Any) -> tuple[Key, float | None] | None:
-    """A prepared entry (``prepareRetainEntry``'s ``{message, timestamp}``) as its key and time, or None."""
-    if not isinstance(prepared, dict) or (key := _key(prepared.get("message"))) is None:
-        return None
-    return key, _seconds(prepared.get("timestamp"))
+Record = tuple[tuple[str, tuple[str, ...]], float | None]  # (role and texts, time) of a prepared message
 
 
-def _session_messages(session_file: Path) -> dict[Key, list[tuple[str, float | None]]] | None:
-    """The session's message entries by key (their texts as hindsight-pi would queue them): (id, time) each."""
-    try:
-        data = session_file.read_bytes()
-    except OSError:
+def prepared_record(value: Any) -> Record | None:
+    """A ``prepareRetainEntry`` result (``{"message": {...}, "timestamp": ISO}``) as a record to match, or None."""
+    if not isinstance(value, dict) or (key := _key(value.get("message"))) is None:
         return None
-    entries: dict[Key, list[tuple[str, float | None]]] = {}
-    for line in data.split(b"\n"):
-        if b'"message"' not in line:
+    return key, _seconds(value.get("timestamp"))
+
+
+def live_text_records(text: str | None) -> list[Record] | None:
+    """The messages a hindsight-pi session document's text holds: one ``JSON.stringify(prepareRetainEntry(…))``
+    line per live retain (extensions/index.ts ``message_end``, flushed with ``retainBatch``; the server joins
+    appended items with ``\\n``), or a backfill's list of records (read by :func:`backfill_ids`, skipped here).
+    None when any line is neither: the text is not one this can read, so it is placed by time instead."""
+    if not text:
+        return None
+    records: list[Record] = []
+    for line in text.split("\n"):
+        if not line.strip():
             continue
         try:
-            entry = jsoncodec.loads(line)
+            value = jsoncodec.loads(line)
         except ValueError:
-            continue
-        if not isinstance(entry, dict) or entry.get("type") != "message" or not isinstance(entry.get("id"), str):
-            continue
-        key = _key(entry.get("message"), sanitized=True)
-        if key is not None:
-            entries.setdefault(key, []).append((entry["id"], _seconds(entry.get("timestamp"))))
-    return entries
+            return None
+        if isinstance(value, list):
+            continue  # a backfill (backfill_ids)
+        record = prepared_record(value)
+        if record is None:
+            return None
+        records.append(record)
+    return records
 
 
-def place(session_file: Path, records: list[tuple[Key, float | None]]) -> tuple[frozenset[str], int]:
-    """The entries hindsight-pi's records (queued, or lines of its live document) were made from, found by role
-    and text, the nearest in time when several match (a record's time is when ``message_end`` fired, within a
-    second of the entry's); and how many records match no entry (counted, never guessed)."""
-    if not records:
-        return frozenset(), 0
-    entries = _session_messages(session_file)
-    if entries is None:
+# A record and its entry are written within milliseconds of each other (extensions/index.ts message_end, then pi's
+# append): a record whose text no entry has (hindsight-pi's sanitizeCredentials rewrote it) is placed by its role
+# and time, when an entry of that role lies this close (seconds) and no record took it.
+SAME_MOMENT = 2.0
+
+
+def match_records(session_file: Path, records: list[Record]) -> tuple[frozenset[str], int]:
+    """The message entries of the file that ``records`` hold, by role and text (the nearest in time when several
+    match, each entry once), then by role and time alone for a record whose text no entry has (:data:`SAME_MOMENT`);
+    and how many records matched none."""
+    entries: dict[tuple[str, tuple[str, ...]], list[tuple[str, float | None]]] = {}
+    by_role: dict[str, list[tuple[str, float]]] = {}
+    wanted = {key for key, _ in records}
+    try:
+        with session_file.open("rb") as stream:
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if b'"message"' not in line:
+                    continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict) or entry.get("type") != "message" or not isinstance(entry.get("id"),
+                                                                                                   str):
+                    continue
+                key = _key(entry.get("message"))
+                if key is None:
+                    continue
+                when = _seconds(entry.get("timestamp"))
+                if key in wanted:
+                    entries.setdefault(key, []).append((entry["id"], when))
+                if when is not None:
+                    by_role.setdefault(key[0], []).append((entry["id"], when))
+    except OSError:
         return frozenset(), len(records)
     found: set[str] = set()
-    unplaced = 0
+    left: list[Record] = []
     for key, when in records:
         candidates = [c for c in entries.get(key, []) if c[0] not in found]
         if not candidates:
+            left.append((key, when))
+            continue
+        best = min(candidates, key=lambda c: abs(c[1] - when) if when is not None and c[1] is not None else 0.0)
+        found.add(best[0])
+    unplaced = 0
+    for (role, _), when in left:
+        near = [c for c in by_role.get(role, []) if c[0] not in found and when is not None
+                and abs(c[1] - when) <= SAME_MOMENT]
+        if not near:
             unplaced += 1
             continue
-        best = min(candidates, key=lambda c: abs((c[1] or 0.0) - (when or 0.0)) if when and c[1] else 0.0)
-        found.add(best[0])
+        found.add(min(near, key=lambda c: abs(c[1] - (when or 0.0)))[0])
     return frozenset(found), unplaced
-
-
-def held_by_text(text: str | None, session_file: Path) -> Held:
-    """The entries a document of hindsight-pi's holds, by its text: each line that is a backfill's list of records
-    gives their ids (:func:`backfill_ids`); each line that is a live record (``JSON.stringify(prepareRetainEntry(
-    …))``, extensions/index.ts ``message_end``: ``{message: {role, content}, timestamp}``, no entry id) is placed
-    by :func:`place`. The live document is these lines joined by ``\\n`` (its flush sends each as an item under
-    the session's id): what the server holds is exactly what its text lists, so a turn the extension lost (a
-    second flush replaced the first: its client drops ``update_mode``) is not counted as held."""
-    ids = set(backfill_ids(text))
-    live: list[tuple[Key, float | None]] = []
-    records = len(ids)
-    for line in (text or "").split("\n"):
-        if not line.startswith("{"):
-            continue
-        try:
-            record = _record(jsoncodec.loads(line))
-        except ValueError:
-            continue
-        if record is not None:
-            live.append(record)
-    placed, unplaced = place(session_file, live)
-    return Held(frozenset(ids | placed), records + len(live), unplaced)
 
 
 def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Queued | None:
@@ -189,21 +191,21 @@ def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Q
         raw = path.read_bytes()
     except OSError:
         return None
-    records: list[tuple[Key, float | None]] = []
+    records: list[Record] = []
     unplaced = 0
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
         try:
             record = jsoncodec.loads(line)
-            prepared = jsoncodec.loads(record["content"]) if isinstance(record, dict) else None
+            prepared = prepared_record(jsoncodec.loads(record["content"]) if isinstance(record, dict) else None)
         except (ValueError, KeyError, TypeError):
+            prepared = None
+        if prepared is None:
             unplaced += 1
             continue
-        found = _record(prepared)
-        if found is None:
-            unplaced += 1
-            continue
-        records.append(found)
-    ids, missed = place(session_file, records)
-    return Queued(ids, unplaced + missed, path)
+        records.append(prepared)
+    if not records:
+        return Queued(frozenset(), unplaced, path)
+    found, missed = match_records(session_file, records)
+    return Queued(found, unplaced + missed, path)

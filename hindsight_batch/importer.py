@@ -204,6 +204,8 @@ class Importer:
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
         self._shaped: dict[tuple[int, str, tuple[str, ...]], tuple[object, Settings, str]] = {}
+        self._project_switches: dict[str, Switched | None] = {}  # per cwd (hindsight_batch/switches.py)
+        self._meta_folders: dict[str, bool] = {}  # per cwd: whether pi-hindsight keeps session meta there
 
     def _redactor(self, settings: Settings) -> Redactor:
         from hindsight_batch.redaction.redactor import Redactor
@@ -394,7 +396,7 @@ class Importer:
         # The switches kept outside the session file (per project, pi-hindsight's session meta): before an unchanged
         # source is reused, since they change without the file changing.
         annotations: dict[str, Any] = {}
-        luxus = luxus_session(header.cwd, path, self.resolver.env)
+        luxus = self._luxus_session(header, path)
         switched = self._outside_switch(header, luxus)
         if switched is not None and self._switched(key, header, switched):
             return None
@@ -414,12 +416,17 @@ class Importer:
                                              "fix": "--extension hpi|pi-hindsight, or a bank (bankId)"})
                 return None
         settings, shape = shaped_settings
-        seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
-        seen["sessions"] += 1
+        bank_id = choice.bank_id
+
+        def counted() -> None:  # a session that is imported (reused or read), not one a switch leaves out
+            seen = summary.banks.setdefault(bank_id, {"sessions": 0, "why": choice.why})
+            seen["sessions"] += 1
+            summary.user_retain_modes.add(settings.user_retain.mode)
+            summary.sessions += 1
+
         live = self.options.live
-        summary.user_retain_modes.add(settings.user_retain.mode)
-        summary.sessions += 1
         if reviewed is not None and shape != reviewed.sources[key].settings_hash:
+            counted()
             reviewed.refuse(path, f"the configuration changed since the review; {RE_PLAN}")
             return None
         if (
@@ -431,6 +438,7 @@ class Importer:
             reused = self._reused(key, previous.last_run_id)  # None: the file is read again (see _reused)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if reused is not None and not (self.options.apply and any(t.status == "planned" for t in reused[1])):
+                counted()
                 self.manifest.write_lines(reused[0])  # the ledger keeps the rows under the run that read the file
                 self.accounting.tallies(reused[1])
                 if recorded is None:  # recorded by a version that did not keep headers: the next run need not peek
@@ -465,6 +473,7 @@ class Importer:
             if cursor.note:
                 summary.cursor_fallbacks.append({"file": key, "note": cursor.note})
                 annotations["cursor"] = cursor.note
+        counted()
         live_note: LiveNote | None = None
         if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
             decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
@@ -484,6 +493,14 @@ class Importer:
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
                     sha256, annotations or None)
 
+    def _luxus_session(self, header: SessionHeader, path: Path) -> LuxusSession:
+        """pi-hindsight's session meta, looked for only in a project that has its folder (asked once per project
+        and run: a catch-up re-run over many files must stay cheap)."""
+        cwd = header.cwd or ""
+        if cwd not in self._meta_folders:
+            self._meta_folders[cwd] = bool(cwd) and (Path(cwd) / ".pi" / "hindsight" / "session-meta").is_dir()
+        return luxus_session(header.cwd, path, self.resolver.env) if self._meta_folders[cwd] else LuxusSession(True)
+
     def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
                 annotations: dict[str, Any]) -> CatchUpVerdict | None:
         """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
@@ -502,12 +519,18 @@ class Importer:
     def _outside_switch(self, header: SessionHeader, luxus: LuxusSession) -> Switched | None:
         """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed
         004 keeps it out of a historical import), that covers this whole session; or None."""
-        resolved = self.resolver.for_cwd(header.cwd)
-        found = project_switch(resolved, self.resolver.env)
+        key = header.cwd or ""
+        if key not in self._project_switches:  # once per project and run, as its configuration is read
+            resolved = self.resolver.for_cwd(header.cwd)
+            self._project_switches[key] = project_switch(resolved, self.resolver.env, header.cwd)
+        found = self._project_switches[key]
         if found is not None:
             return found
         if not luxus.retain:
             return Switched("luxus-session", luxus.reason or "pi-hindsight session meta")
+        if not header.cwd and self.options.catch_up:  # its session meta and cursor live under the cwd (S8)
+            return Switched("luxus-session", "no cwd in the session header: its session meta cannot be found "
+                                             "(fail closed)")
         if luxus.next_off and self.options.catch_up:
             # memory-lifecycle-retain.ts: a pending nextRetainMode "off" skips the next completed agent run, which
             # is the one after the cursor: not retained automatically (fail closed).
@@ -577,7 +600,7 @@ class Importer:
                 continue  # refused by name when it is reached
             if isinstance(header, str):
                 continue
-            _, _, shaped = self._settings_for(header, path)
+            _, _, shaped = self._settings_for(header, path, self._luxus_session(header, path).tags)
             name = source_name(path)
             if shaped is None or shaped[1] != reviewed.sources[name].settings_hash:
                 changed.append(name)

@@ -2,16 +2,17 @@
 
 Before a session is planned, the server is asked what the live extension retained for it in the session's project
 bank: hindsight-pi's documents tagged ``session:<id>`` with ``store_method:auto`` or ``store_method:tool`` (this
-tool's own are ``store_method:import``), and pi-hindsight's document ``pi-session:<sha256(session file)[:16]>``.
-``--live-retained`` says what then happens:
+tool's own are ``store_method:import`` under ``pi-import:`` ids), hindsight-pi's own backfills (under the session id
+or the file's name, ``store_method:import``), pi-hindsight's own import documents (``pi-import:…:leaf:…``,
+``imported:true``) and pi-hindsight's live document ``pi-session:<sha256(session file)[:16]>`` (under each spelling
+of the path). ``--live-retained`` says what then happens:
 
-* ``after`` (default): what the server holds is not sent again. hindsight-pi's documents list what they hold:
-  its live document (one line per message it retained) and its backfills (lists of entries with their ids) are
-  read, and exactly those entries are left out (hindsight_batch/extension_records.py), so a turn the extension
-  lost (a later flush replaced the document) is imported. For pi-hindsight's live document, and a document whose
-  text lists nothing: where pi-hindsight's retain cursor names the last message it handled, everything up to
-  that message is left out; otherwise everything on the active path up to the last entry whose timestamp is not
-  later than the newest ``updated_at`` the server holds for those documents (the time of the last live retain).
+* ``after`` (default): only what the server does not hold is imported. A document whose text says which entries it
+  holds is matched by content (hindsight_batch/extension_records.py): hindsight-pi's session document (one prepared
+  message per line), its backfills and pi-hindsight's imports (the entry ids they list); so a turn a later flush
+  replaced away is imported again. The others (pi-hindsight's live document, a text that cannot be read so) are
+  placed by pi-hindsight's retain cursor (hindsight_batch/catchup.py), else up to the last entry on the active path
+  whose timestamp is not later than the newest ``updated_at`` the server holds for them (the last live retain).
 * ``skip``: a session with any live retain is not imported at all.
 * ``include``: no check; everything is imported (live retains may then be doubled).
 
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.errors import ServerError
-from hindsight_batch.extension_records import held_by_text
+from hindsight_batch.extension_records import backfill_ids, live_text_records, match_records
 from hindsight_batch.masking import mask
 from hindsight_batch.switches import path_hashes
 
@@ -42,6 +43,17 @@ if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --l
 LIVE_MODES = ("after", "skip", "include")
 LIVE_STORE_METHODS = frozenset({"store_method:auto", "store_method:tool"})
 BACKFILL_STORE_METHOD = "store_method:import"  # hindsight-pi's own backfill commands (not under pi-import: ids)
+LUXUS_IMPORT_TAG = "imported:true"  # pi-hindsight's own import documents
+
+
+def _theirs(doc: dict[str, Any], session_id: str, stem: str) -> bool:
+    """A document the live extension (or its own backfill or import command) wrote for this session, not this
+    tool's (``pi-import:<session>:<role>:<segment>:w…``, ``store_method:import``)."""
+    name, tags = str(doc.get("id", "")), doc.get("tags") or []
+    if name.startswith("pi-import:"):
+        return LUXUS_IMPORT_TAG in tags  # pi-hindsight's own import (extension_records.luxus_import_ids)
+    # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
+    return bool(LIVE_STORE_METHODS.intersection(tags)) or (name in (session_id, stem) and BACKFILL_STORE_METHOD in tags)
 
 
 class LiveDecision(NamedTuple):
@@ -52,7 +64,7 @@ class LiveDecision(NamedTuple):
     until: str | None = None  # the newest updated_at of the live documents
     cursor: CatchUpVerdict | None = None  # pi-hindsight's retain cursor, where it names a message
     note: str = ""
-    held: frozenset[str] = frozenset()  # entries hindsight-pi's backfill documents list
+    held: frozenset[str] = frozenset()  # entries the documents hold, by content (left out by id)
 
     def as_json(self) -> LiveNote:
         data: LiveNote = {"decision": self.decision, "note": self.note}
@@ -130,11 +142,8 @@ class LiveCheck:
         if client is None:
             return []
         stem = session_file.name.removesuffix(".jsonl")
-        # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
         found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
-                 if not str(doc.get("id", "")).startswith("pi-import:")
-                 and (LIVE_STORE_METHODS.intersection(doc.get("tags") or [])
-                      or (doc.get("id") in (session_id, stem) and BACKFILL_STORE_METHOD in (doc.get("tags") or [])))]
+                 if _theirs(doc, session_id, stem)]
         # (A file name that is not UTF-8 names no document: hindsight-pi's own JSON could not have sent it.)
         if family != PI_HINDSIGHT and stem != session_id and all(doc.get("id") != stem for doc in found) \
                 and stem.encode("utf-8", "replace").decode("utf-8") == stem:
@@ -148,32 +157,36 @@ class LiveCheck:
                     found.append(doc)
         return found
 
-    def _held(self, bank_id: str, session_id: str, session_file: Path, docs: list[dict[str, Any]]
-              ) -> tuple[frozenset[str], list[dict[str, Any]], list[str]]:
-        """What hindsight-pi's documents of this session hold, read from their text
-        (:func:`~hindsight_batch.extension_records.held_by_text`): its live document (under the session's id,
-        ``store_method:auto``) and its backfills. Returns the entry ids they hold, the documents whose text lists
-        nothing (the server keeps no text, or another shape): those are placed by time instead, and notes (live
-        records that match no entry)."""
+    def _by_content(self, bank_id: str, session_id: str, stem: str, session_file: Path,
+                    docs: list[dict[str, Any]]) -> tuple[frozenset[str], int, list[dict[str, Any]]]:
+        """What hindsight-pi's documents hold, read from their text (hindsight_batch/extension_records.py): the
+        entry ids a backfill lists, and the entries its live retains hold (each line a prepared message, matched by
+        role and text). Returns those ids, how many retained messages match no entry, and the documents whose text
+        cannot be read that way (no text kept, another shape): those are placed by time instead (fail closed)."""
         ids: set[str] = set()
-        unread: list[dict[str, Any]] = []
-        notes: list[str] = []
+        unplaced = 0
+        by_time: list[dict[str, Any]] = []
         for doc in docs:
             name = str(doc.get("id", ""))
-            if name.startswith("pi-session:"):  # pi-hindsight's: its cursor or time places it
+            if name.startswith("pi-session:"):  # pi-hindsight's live document: its retain cursor places it, else time
+                by_time.append(doc)
                 continue
             text = doc.get("original_text")
             if text is None and self._client is not None:
                 full = self._client.document(bank_id, name)
                 text = full.get("original_text") if full else None
-            held = held_by_text(text if isinstance(text, str) else None, session_file)
-            ids |= held.ids
-            if not held.records:
-                unread.append(doc)
-            elif held.unplaced:
-                notes.append(f"{held.unplaced} of the {held.records} records in {name} match no entry of the "
-                             "session (imported, if kept)")
-        return frozenset(ids), unread, notes
+            text = text if isinstance(text, str) else None
+            listed = backfill_ids(text)
+            records = live_text_records(text)
+            if records is None:
+                if not listed:
+                    by_time.append(doc)
+                ids |= listed
+                continue
+            found, missed = match_records(session_file, records) if records else (frozenset(), 0)
+            ids |= listed | found
+            unplaced += missed
+        return frozenset(ids), unplaced, by_time
 
     def decide(self, bank_id: str, family: str, session_id: str, session_file: Path, cwd: str | None) -> LiveDecision:
         if self.mode == "include":
@@ -199,10 +212,11 @@ class LiveCheck:
         if self.mode == "skip":
             return LiveDecision("skip", ids, None, note="the live extension retained this session (--live-retained "
                                                         "skip)")
-        # What hindsight-pi's documents hold is read from their text and left out by entry; a document whose text
-        # lists nothing, and pi-hindsight's live document, are placed by its cursor or by time.
-        held, live_docs, notes = self._held(bank_id, session_id, session_file, docs)
-        live_docs += [doc for doc in docs if str(doc.get("id", "")).startswith("pi-session:")]
+        # What the server holds is matched by content where its text says which entries it holds (hindsight-pi's
+        # documents); the rest (pi-hindsight's document, a text that cannot be read) is placed by pi-hindsight's
+        # retain cursor, else by the time of the last live retain.
+        held, unplaced, live_docs = self._by_content(bank_id, session_id, session_file.name.removesuffix(".jsonl"),
+                                                     session_file, docs)
         stamps = [str(doc.get("updated_at") or doc.get("created_at") or "") for doc in live_docs]
         until = max((s for s in stamps if s), default=None)
         cursor = None
@@ -210,11 +224,11 @@ class LiveCheck:
             found = cursor_verdict(cwd, session_file)
             if found.handled_id is not None:
                 cursor = found
+        notes = []
         if held:
-            kinds = " and ".join(sorted({"backfill" if BACKFILL_STORE_METHOD in (d.get("tags") or []) else "live"
-                                         for d in docs if not str(d.get("id", "")).startswith("pi-session:")}))
-            notes.insert(0, f"leaving out the {len(held)} entries hindsight-pi's {kinds} document(s) hold, by their "
-                            "text")
+            notes.append(f"leaving out the {len(held)} entries the extension's documents hold (matched by content)")
+        if unplaced:
+            notes.append(f"{unplaced} message(s) they hold match no entry of the file")
         if not live_docs:
             pass
         elif cursor is not None:

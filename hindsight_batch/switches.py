@@ -1,27 +1,30 @@
 """What the user told the live extension about retention, read exactly as the extension reads it (issue 36).
 
-Four kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
+Three kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
 each rule):
 
 * **per project** (:func:`project_switch`): hindsight-pi's ``host.pi.enabled`` / ``host.pi.saveMessages`` in any
   ``.hindsight/config.json`` from ``/`` down to the cwd (and ``HINDSIGHT_ENABLED`` / ``HINDSIGHT_SAVE_MESSAGES``);
-  pi-hindsight's ``enabled``, ``retain.enabled``, ``banks.project.enabled`` in ``.pi/hindsight.json[c]`` (and
-  ``PI_HINDSIGHT_ENABLED``);
+  pi-hindsight's ``enabled``, ``retain.enabled``, ``banks.project.enabled`` in ``.pi/hindsight.json[c]`` or the
+  ``"pi-hindsight"`` section of pi's ``settings.json`` (and ``PI_HINDSIGHT_ENABLED``);
 * **per session, pi-hindsight** (:func:`luxus_session`): ``<cwd>/.pi/hindsight/session-meta/<sha256(session
   file)[:16]>.json``, fail closed as ``getEffectiveSessionMemoryMode`` is, keyed by the session path as pi spells
   it (:func:`session_path_spellings`);
 * **per session, hindsight-pi** (:func:`hpi_session`): ``hindsight-meta`` custom entries in the session file
   (``/hindsight:toggle-retain``, ``/hindsight:tag``); the last one before a message decides for that message.
 
-Catch-up (automatic retain) honours every switch; an import honours them unless ``--no-respect-switches``, except
-pi-hindsight's one-turn ``nextRetainMode`` (seed 004: historical import ignores it).
+Catch-up (automatic retain) honours every switch; an import lists the sessions they cover and honours them with
+``--respect-switches`` (seed 001: import is allowed in every session mode), never pi-hindsight's one-turn
+``nextRetainMode`` (seed 004: historical import ignores it). Session tags (both extensions) go on every item.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import mmap
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,13 +38,15 @@ if TYPE_CHECKING:
     from hindsight_batch.config import ResolvedConfig
 
 HPI_META_TYPE = "hindsight-meta"  # hindsight-pi extensions/meta.ts HINDSIGHT_META_TYPE
+# A message entry as pi writes it ({"type":"message","id":…}), its id without escapes: read without parsing.
+_MESSAGE_PREFIX = re.compile(rb'\{"type":"message","id":"([^"\\]*)"')
 
 
 @dataclass(frozen=True)
 class Switched:
     """A switch that keeps a whole session from being retained: which one, and why (for summary and manifest)."""
 
-    switch: str  # short stable name: project, luxus-session, hpi-session
+    switch: str  # short stable name: project, luxus-session, hpi-session (hindsight-pi's toggle)
     reason: str
 
     def as_json(self) -> dict[str, str]:
@@ -67,7 +72,7 @@ def _luxus_bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched | None:
+def project_switch(resolved: ResolvedConfig, env: Mapping[str, str], cwd: str | None = None) -> Switched | None:
     """The per-project switch that turns the extension's automatic retain off for sessions in this cwd, or None.
 
     hindsight-pi extensions/index.ts: ``initialize`` returns when ``!config.enabled``; ``message_end`` returns
@@ -79,8 +84,13 @@ def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched
     pi-hindsight extensions/lifecycle/memory-lifecycle-retain.ts ``retain``: nothing when ``!config.enabled ||
     !config.retain.enabled`` or when no target bank is left (``retainTargets`` is only the project bank, so
     ``banks.project.enabled: false`` retains nothing automatically); ``PI_HINDSIGHT_ENABLED`` is read with
-    ``envBool`` (``1``, ``true``, ``yes``, ``on``)."""
-    switches = resolved.switches
+    ``envBool`` (``1``, ``true``, ``yes``, ``on``). Its newest versions read the same keys from the
+    ``"pi-hindsight"`` section of pi's ``~/.pi/agent/settings.json`` and ``<cwd>/.pi/settings.json``
+    (extensions/config/config.ts ``readGlobalSettingsConfig``, ``readProjectSettingsConfig``): read too."""
+    switches = dict(resolved.switches)
+    for path, section in _pi_settings_sections(cwd, env):
+        for name, written, value in _luxus_switches(section):
+            switches[name] = (str(path), f"pi-hindsight.{written}", value)
     for name, variable in (("host.pi.enabled", "HINDSIGHT_ENABLED"),
                            ("host.pi.saveMessages", "HINDSIGHT_SAVE_MESSAGES")):
         raw = env.get(variable)
@@ -103,6 +113,44 @@ def project_switch(resolved: ResolvedConfig, env: Mapping[str, str]) -> Switched
             return Switched("project", f"pi-hindsight: {found[1]} is false in {found[0]} (automatic retain off "
                                        "for this project)")
     return None
+
+
+def _pi_settings_sections(cwd: str | None, env: Mapping[str, str]) -> list[tuple[Path, dict[str, Any]]]:
+    """The ``"pi-hindsight"`` objects of pi's own settings files, home first (a file that cannot be read or is
+    not an object holds none: pi itself reports it)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    paths = [Path(home) / ".pi" / "agent" / "settings.json"]
+    if cwd:
+        paths.append(Path(cwd) / ".pi" / "settings.json")
+    found = []
+    for path in paths:
+        try:
+            data = jsoncodec.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        section = data.get("pi-hindsight") if isinstance(data, dict) else None
+        if isinstance(section, dict):
+            found.append((path, section))
+    return found
+
+
+def _luxus_switches(section: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(switch name, key as written, value) of a pi-hindsight configuration object (as families.py reads its
+    hindsight.json: ``banks.coding`` stands for ``banks.project`` where that says nothing)."""
+    out: list[tuple[str, str, Any]] = []
+    if "enabled" in section:
+        out.append(("enabled", "enabled", section["enabled"]))
+    retain = section.get("retain")
+    if isinstance(retain, dict) and "enabled" in retain:
+        out.append(("retain.enabled", "retain.enabled", retain["enabled"]))
+    banks = section.get("banks")
+    if isinstance(banks, dict):
+        for name in ("project", "coding"):
+            bank = banks.get(name)
+            if isinstance(bank, dict) and "enabled" in bank:
+                out.append(("banks.project.enabled", f"banks.{name}.enabled", bank["enabled"]))
+                break
+    return out
 
 
 # --- the session path as pi spells it ---------------------------------------------------------------------------
@@ -231,7 +279,7 @@ def luxus_session(cwd: str | None, session_file: Path, env: Mapping[str, str] | 
 class HpiSession:
     messages: int  # message entries in the file
     off: frozenset[str]  # ids of the message entries written while retention was off
-    tags: tuple[str, ...]  # the session tags in effect at the end of the file
+    tags: tuple[str, ...]  # the session tags in effect when any of its messages was written
 
     @property
     def all_off(self) -> bool:
@@ -246,37 +294,56 @@ def hpi_session(session_file: Path) -> HpiSession | None:
     ``sessionRetained`` gives the default, true; ``tags`` are the strings that are not blank. extensions/index.ts
     ``message_end`` checks ``sessionRetained(entries, true)`` over the entries written so far (``getEntries()``,
     file order) when each message ends, so a message written after a ``retained:false`` entry (and before the
-    next ``retained:true``) was never retained, and its tags are those in effect then."""
+    next ``retained:true``) was never retained, and its tags are those in effect then: the session document's tags
+    are their union over its messages (recorded: tests/fixtures/extensions/hpi/tags), and so are the items' here."""
+    marker = HPI_META_TYPE.encode()
     try:
-        data = session_file.read_bytes()
+        with session_file.open("rb") as stream:
+            try:
+                with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
+                    if view.find(marker) == -1:
+                        return None  # the common case: one C-speed search, nothing read into memory
+            except ValueError:  # an empty file cannot be mapped
+                return None
+            stream.seek(0)
+            retained = True
+            tags: tuple[str, ...] = ()
+            used: dict[str, None] = {}  # tags in effect at some message, in the order met
+            messages = 0
+            off: set[str] = set()
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if marker not in line:
+                    fast = _MESSAGE_PREFIX.match(line)
+                    if fast is not None:  # pi's own key order: the id without parsing the line
+                        messages += 1
+                        used.update(dict.fromkeys(tags))
+                        if not retained:
+                            off.add(fast.group(1).decode())
+                        continue
+                    if b'"message"' not in line:
+                        continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue  # pi drops a line it cannot parse; so does the extension's view of the entries
+                if not isinstance(entry, dict):
+                    continue
+                kind = entry.get("type")
+                if kind == "custom" and entry.get("customType") == HPI_META_TYPE and isinstance(entry.get("data"),
+                                                                                                dict):
+                    meta = entry["data"]
+                    retained = meta["retained"] if isinstance(meta.get("retained"), bool) else True
+                    raw_tags = meta.get("tags")
+                    tags = (tuple(t for t in raw_tags if isinstance(t, str) and t.strip())
+                            if isinstance(raw_tags, list) else ())
+                elif kind == "message":
+                    messages += 1
+                    used.update(dict.fromkeys(tags))
+                    if not retained and isinstance(entry.get("id"), str):
+                        off.add(entry["id"])
     except OSError:
         return None  # planning reads the file and reports the failure
-    if HPI_META_TYPE.encode() not in data:
-        return None  # the common case: one C-speed search
-    retained = True
-    tags: tuple[str, ...] = ()
-    messages = 0
-    off: set[str] = set()
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = jsoncodec.loads(line)
-        except ValueError:
-            continue  # pi drops a line it cannot parse; so does the extension's view of the entries
-        if not isinstance(entry, dict):
-            continue
-        kind = entry.get("type")
-        if kind == "custom" and entry.get("customType") == HPI_META_TYPE and isinstance(entry.get("data"), dict):
-            meta = entry["data"]
-            retained = meta["retained"] if isinstance(meta.get("retained"), bool) else True
-            raw_tags = meta.get("tags")
-            tags = tuple(t for t in raw_tags if isinstance(t, str) and t.strip()) if isinstance(raw_tags, list) else ()
-        elif kind == "message":
-            messages += 1
-            if not retained and isinstance(entry.get("id"), str):
-                off.add(entry["id"])
-    return HpiSession(messages, frozenset(off), tags)
+    return HpiSession(messages, frozenset(off), tuple(used))
 
 
 def switched_row(run_id: str, source_file: str, session_id: str, switched: Switched) -> dict[str, Any]:

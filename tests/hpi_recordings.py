@@ -1,9 +1,9 @@
 """hindsight-pi's recordings (tests/fixtures/extensions/hpi) put back where a user has them: the session files,
 ``~/.hindsight`` (config, queues) and the project (a git repository whose origin names the bank) under a test's own
 folders, and the documents the server held loaded into a real server, as hindsight-pi wrote them (id, text, tags,
-context, time). Then an import runs over what the extension really wrote, and :func:`tally` says, per scenario,
-which of the session's turns were planned, doubled (planned while the server or the queue holds them) or missing
-(neither planned nor held)."""
+context, time), each scenario in its own bank (the project's origin names it, as hindsight-pi's per-repo default
+reads it). tests/test_recorded_extensions.py replays them too, under their recorded banks; this one adds the git
+origin, pi's queue folder and a bank of its own per test, which the bank rules (items 3 and 4) need."""
 
 from __future__ import annotations
 
@@ -137,34 +137,3 @@ def document_texts(text: str) -> list[str]:
             if texts:
                 out.append("\n".join(texts))
     return out
-
-
-def held_texts(scenario: str, home: Path | None = None) -> list[str]:
-    """Every message text the server's documents and the extension's queue hold for the scenario."""
-    out = [t for doc in documents(scenario) for t in document_texts(doc["original_text"])]
-    queues = (home / ".hindsight" / "pi-queues") if home else HPI / scenario / "hindsight-home" / "pi-queues"
-    for queue in sorted(queues.glob("*.auto.jsonl")) if queues.is_dir() else []:
-        out += [t for line in queue.read_text().splitlines() for t in document_texts(json.loads(line)["content"])]
-    return out
-
-
-@dataclass(frozen=True)
-class Tally:
-    turns: int
-    planned: int
-    doubled: int
-    missing: int
-
-    def as_dict(self) -> dict[str, int]:
-        return {"turns": self.turns, "planned": self.planned, "doubled": self.doubled, "missing": self.missing}
-
-
-def tally(files: list[Path], rows: list[dict[str, Any]], held: list[str]) -> Tally:
-    """Per turn (a user or assistant message with text): planned when a planned row's content holds its text;
-    doubled when planned and held; missing when neither."""
-    planned_content = "\n".join(r.get("content") or "" for r in rows if r.get("document_id"))
-    held_set = set(held)
-    all_turns = [t for path in files for t in turns(path)]
-    planned = [t for t in all_turns if t[2] in planned_content]
-    return Tally(len(all_turns), len(planned), sum(1 for t in planned if t[2] in held_set),
-                 sum(1 for t in all_turns if t[2] not in planned_content and t[2] not in held_set))

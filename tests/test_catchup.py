@@ -213,3 +213,22 @@ def test_catch_up_sends_only_the_changed_tail_window(
     assert second["upload"]["documents"] == {"confirmed": 1}
     sent = [r for r in rows if r["status"] == "planned"]
     assert [r["document_id"].rsplit(":", 1)[-1] for r in sent] == ["w0002"]
+
+
+@needs_node
+def test_a_fingerprint_is_the_one_javascript_makes() -> None:
+    """retain-cursor.ts messageFingerprint, made by Node, equals ours for text JSON.stringify writes its own way
+    (non-ASCII, U+2028, control characters, quotes, backslashes, astral characters, fractions, null, booleans)."""
+    from hindsight_batch.catchup import fingerprint
+
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": 'é ü \u2028 \x01\x1f "q" \\ 😀 <tag> </script>'}],
+         "timestamp": 1795825823425},
+        {"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
+                                           "arguments": {"limit": 0.5, "offset": 123456.789, "x": None}}],
+         "api": "openai-completions", "model": "m", "stopReason": "toolUse", "timestamp": 1795825823426},
+        {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "ok"}],
+         "isError": False, "timestamp": 1795825823427},
+        {"role": "user", "content": "a plain string", "timestamp": 1795825823428, "id": 7},
+    ]
+    assert luxus_cursor(messages)["fingerprints"] == [fingerprint(m) for m in messages]

@@ -45,7 +45,11 @@ def test_messages_still_in_the_extensions_queue_are_left_for_flush(
     queue = isolated_home / ".hindsight" / "pi-queues" / "q-1.auto.jsonl"
     queue.parent.mkdir(parents=True)
     stamps = [json.loads(line)["timestamp"] for line in b.lines[-2:]]
-    records = [hpi_queue_record("q-1", m, at) for m, at in zip(messages_of(b, ids[-2:]), stamps, strict=True)]
+    messages = messages_of(b, ids[-2:])
+    # hindsight-pi's sanitizeCredentials may rewrite a text (extensions/retain/prepare.ts): then its role and time
+    # (written within milliseconds of the entry) place it.
+    messages[0] = {**messages[0], "content": [{"type": "text", "text": "TURN-3 question about the [redacted]"}]}
+    records = [hpi_queue_record("q-1", m, at) for m, at in zip(messages, stamps, strict=True)]
     records.append({"sessionId": "q-1", "content": "{not json"})
     queue.write_text("".join(json.dumps(r) + "\n" for r in records))
     summary, rows = run(runner, tmp_path)
@@ -60,7 +64,7 @@ def test_messages_still_in_the_extensions_queue_are_left_for_flush(
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("command", ["parse-and-upsert-session", "upsert-historical-sessions"])
+@pytest.mark.parametrize("command", ["parse-and-upsert-session", "upsert-historical-sessions", "luxus-import"])
 def test_the_extensions_own_backfill_is_recognised_by_its_entries(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server, command: str
 ) -> None:
@@ -78,10 +82,24 @@ def test_the_extensions_own_backfill_is_recognised_by_its_entries(
     document = sid if command == "parse-and-upsert-session" else name.removesuffix(".jsonl")
     item = {"content": json.dumps(records, separators=(",", ":")), "document_id": document, "update_mode": "replace",
             "context": f"pi session {document}", "tags": ["harness:pi", f"session:{document}", "store_method:import"]}
+    if command == "luxus-import":
+        # pi-hindsight extensions/imports/import-sessions.ts buildImportBranch: JSON.stringify({source, sessionFile,
+        # cwd, sessionId, branchLeafId, messages: each message's data, id kept}, null, 2); importDocumentId; its tags
+        leaf = entries[-1]["id"]
+        document = f"pi-import:{sid}:leaf:{leaf}"
+        content = {"source": "pi-session-import", "sessionFile": str(tmp_path / "sessions" / name),
+                   "cwd": str(tmp_path / "proj"), "sessionId": sid, "branchLeafId": leaf,
+                   "messages": [{"id": e["id"], "parentId": e["parentId"], "timestamp": e["timestamp"],
+                                 **e["message"]} for e in entries]}
+        item = {"content": json.dumps(content, indent=2), "document_id": document, "update_mode": "replace",
+                "context": f"Historical Pi session import from {name}, branch {leaf}",
+                "tags": ["source:pi", "harness:pi", "project:proj", f"session:{sid}", f"branch:{leaf}",
+                         "import:historical", "imported:true", f"document:{document}"]}
     with hindsight_server.client() as client:
         wait_done(client, bank, client.retain(bank, [item], str(uuid.uuid4())).operation_id)
     summary, rows = run(runner, tmp_path)
     content = "".join(r["content"] or "" for r in rows)
     assert "TURN-3" in content and "TURN-2" not in content and "TURN-0" not in content
     assert summary["messages_dropped"]["handled-live"] == 6 and summary["live_retained"] == {"after": 1}
-    assert "backfill" in rows[0]["live_retained"]["note"] and document in rows[0]["live_retained"]["live_documents"]
+    note = rows[0]["live_retained"]
+    assert "matched by content" in note["note"] and document in note["live_documents"]

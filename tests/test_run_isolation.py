@@ -294,16 +294,16 @@ def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
 ) -> None:
     folder = tmp_path / "sessions"
     paths = sessions(folder, 3)
-    original = importer.verdict
+    original = importer.cursor_verdict
 
-    def verdict(cwd: str | None, path: Path) -> Any:
+    def verdict(cwd: str | None, path: Path, env: Any = None) -> Any:
         if path == paths[1]:
             raise IsADirectoryError(21, "Is a directory")
         if path == paths[2]:  # another file than the session: named in the reason
             raise PermissionError(13, "Permission denied", "/work/demo/.pi/hindsight/state.json")
-        return original(cwd, path)
+        return original(cwd, path, env)
 
-    monkeypatch.setattr(importer, "verdict", verdict)
+    monkeypatch.setattr(importer, "cursor_verdict", verdict)
     result = invoke(runner, "import", str(folder), "--catch-up", "--json")
     assert result.exit_code == 1
     summary = json.loads(result.output)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.switches import path_hashes
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.extension_shapes import hpi_meta
 
@@ -47,6 +48,9 @@ PROJECT_SWITCHES = [
     ("proj/.pi/hindsight.jsonc", '{ // off\n "retain": {"enabled": false, "async": true},\n}', "retain.enabled"),
     ("proj/.pi/hindsight.json", {"banks": {"project": {"enabled": False}}}, "banks.project.enabled is false"),
     ("proj/.pi/hindsight.json", {"banks": {"coding": {"enabled": False}}}, "banks.coding.enabled is false"),
+    # pi-hindsight's newest versions: the "pi-hindsight" section of pi's settings (config/config.ts)
+    ("proj/.pi/settings.json", {"packages": [], "pi-hindsight": {"retain": {"enabled": False}}},
+     "pi-hindsight.retain.enabled is false"),
 ]
 
 
@@ -112,7 +116,7 @@ def test_a_session_toggled_off_before_its_first_message_is_left_out_whole(runner
     b.write(tmp_path / "sessions" / "s.jsonl")
     summary, rows, _ = run(runner, tmp_path, "--catch-up")
     assert [r["status"] for r in rows] == ["switched-off"] and "SECRET-PLAN" not in json.dumps(rows)
-    assert summary["switched_off"][0]["switch"] == "hpi-session"
+    assert summary["switched_off"][0]["switch"] == "hpi-session" and summary["sessions"] == 0
     summary, rows, _ = run(runner, tmp_path)
     assert "SECRET-PLAN" in rows[0]["content"] and summary["switched_off"][0]["respected"] is False
 
@@ -156,3 +160,59 @@ def test_the_parent_tag_is_the_parent_files_name_as_hindsight_pi_writes_it(runne
     _, rows, _ = run(runner, tmp_path)
     assert "parent:2026-05-01T10-00-00-000Z_0196-abcd" in rows[0]["tags"]
     assert "parent:0196-abcd" not in rows[0]["tags"]
+
+
+def test_a_reviewed_session_with_pi_hindsight_tags_is_sent_as_reviewed(runner: CliRunner, tmp_path: Path) -> None:
+    """The session meta's tags are part of what was reviewed: --from-run finds the same settings, refuses nothing."""
+    from tests.extension_shapes import luxus_meta
+    from tests.fake_hindsight import FakeState, fake_hindsight
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    _, path = a_session(tmp_path, project)
+    meta = project / ".pi" / "hindsight" / "session-meta" / f"{path_hashes(path)[-1]}.json"
+    write(meta, json.dumps(luxus_meta(tags=["release-7"])))
+    fake = FakeState()
+    with fake_hindsight(fake) as url:
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({"baseUrl": url, "banks": {"project": {"bankId": "tagged"}}}))
+        common = ("--config", str(config), "--state", str(tmp_path / "state"), "--live-retained", "include")
+        dry = invoke(runner, "import", str(tmp_path / "sessions"), "--json", "-q", *common)
+        run_id = json.loads(dry.stdout)["run_id"]
+        result = invoke(runner, "import", "--apply", "--from-run", run_id, "--json", *common)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["from_run"]["refused_total"] == 0
+    assert any("release-7" in doc.get("tags", []) for doc in fake.documents["tagged"].values())
+
+
+def test_catch_up_leaves_out_a_session_whose_meta_cannot_be_found(runner: CliRunner, tmp_path: Path) -> None:
+    """No cwd in the header: pi-hindsight's session meta (under <cwd>/.pi/hindsight) cannot be looked at (S8)."""
+    b = SessionBuilder(cwd="", session_id="sw-nocwd")
+    header = json.loads(b.lines[0])
+    del header["cwd"]
+    b.lines[0] = json.dumps(header)
+    b.user("SECRET-PLAN question")
+    b.assistant("answer")
+    b.write(tmp_path / "sessions" / "s.jsonl")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"banks": {"project": {"bankId": "somewhere"}}}))
+    summary, rows, _ = run(runner, tmp_path, "--catch-up", "--config", str(config))
+    assert [r["status"] for r in rows] == ["switched-off"] and "no cwd" in summary["switched_off"][0]["reason"]
+
+
+def test_session_tags_are_those_in_effect_at_some_message(runner: CliRunner, tmp_path: Path) -> None:
+    """hindsight-pi tags each message with the tags in effect when it ends; its document holds their union. A tag
+    removed later still tagged the messages before; a tag added after the last message tagged none."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    b = SessionBuilder(cwd=str(project), session_id="sw-tags")
+    hpi_meta(b, tags=["early"])
+    b.user("ONE question about the importer module")
+    b.assistant("ONE answer")
+    hpi_meta(b, tags=[])  # /hindsight:remove-tag early
+    b.user("TWO question")
+    b.assistant("TWO answer")
+    hpi_meta(b, tags=["late"])  # after the last message
+    b.write(tmp_path / "sessions" / "s.jsonl")
+    _, rows, _ = run(runner, tmp_path)
+    assert "early" in rows[0]["tags"] and "late" not in rows[0]["tags"]
