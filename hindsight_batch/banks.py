@@ -406,7 +406,19 @@ class BankResolver:
         clash = user_bank_clash(resolved, choice.bank_id)
         return BankChoice(None, choice.why, clash) if clash else choice
 
-    def _found(self, resolved: ResolvedConfig, cwd: str, session_file: Path) -> tuple[str | None, str, str | None]:
+    def derive_here(self, resolved: ResolvedConfig, cwd: str, project: str) -> tuple[str, str]:
+        """:meth:`derive` with the extension found installed for ``cwd`` where no configuration names one, as an
+        import chooses it (``status``). Raises :class:`Unreproducible`."""
+        family, found_why, unnamed = self._found(resolved, cwd, None)
+        bank, why = self.derive(resolved, cwd, project, family)
+        if found_why:
+            why = f"{found_why}: {why}"
+        if unnamed:
+            why = f"{why}; {unnamed} (import --apply does not send these sessions until then)"
+        return bank, why
+
+    def _found(self, resolved: ResolvedConfig, cwd: str, session_file: Path | None
+               ) -> tuple[str | None, str, str | None]:
         """Where no configuration names an extension or a bank: the one found installed (its family and the
         signs), or none and what to name (:data:`NAME_ONE`)."""
         settings = resolved.settings

@@ -141,3 +141,12 @@ def test_a_moved_repository_gets_its_bank_from_where_it_is_now(
     bank, why = bank_of(summary)
     assert bank == where.bank and f"read as {now}" in why and summary["without_bank_total"] == 0
     assert rows and all(r["status"] == "planned" for r in rows)
+
+
+def test_status_shows_the_bank_an_import_would_choose(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    where = reroot("complete", tmp_path, isolated_home)
+    data = json.loads(invoke(runner, "status", "--cwd", str(where.project), "--json").output)
+    assert data["project_bank_id"] == where.bank and data["project_bank_why"].startswith("hindsight-pi found installed")
+    shutil.rmtree(isolated_home / ".hindsight" / "pi-queues")
+    data = json.loads(invoke(runner, "status", "--cwd", str(where.project), "--json").output)
+    assert data["project_bank_id"].startswith("pi-project-") and "--extension hpi" in data["project_bank_why"]
