@@ -58,6 +58,7 @@ class BankChoice(NamedTuple):
     skip: str | None = None
     unnamed: str | None = None
     fix: str | None = None  # with ``skip``: the exact flag or key that gives the session a bank
+    found: str | None = None  # the extension found installed whose defaults gave the bank (no configuration)
 
 
 NAME_ONE = ("name the extension whose bank to use (--extension hpi|pi-hindsight, or \"extension\" in "
@@ -388,10 +389,11 @@ class BankResolver:
         return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
                                                     "pi-<project>-<sha256(cwd)[:8]>")
 
-    def family_tags(self, resolved: ResolvedConfig, cwd: str | None) -> list[str]:
-        """Tags the configured extension adds that this tool's own do not cover (pi-hindsight's scope tags), so
-        imported memories match its recall filters; none where they cannot be derived now."""
-        if resolved.family != PI_HINDSIGHT or not cwd:
+    def family_tags(self, resolved: ResolvedConfig, cwd: str | None, found: str | None = None) -> list[str]:
+        """Tags the configured extension (or the one ``found`` installed) adds that this tool's own do not cover
+        (pi-hindsight's scope tags), so imported memories match its recall filters; none where they cannot be
+        derived now."""
+        if (found or resolved.family) != PI_HINDSIGHT or not cwd:
             return []
         if cwd not in self._tags:
             try:
@@ -470,7 +472,7 @@ class BankResolver:
         if others:
             return BankChoice(None, why, f"the extension recorded bank {', '.join(others)} for this session but "
                                          f"its rule now gives {bank} ({why}); not guessing")
-        return BankChoice(bank, why, unnamed=unnamed)
+        return BankChoice(bank, why, unnamed=unnamed, found=family)
 
 
 def project_name(settings: Settings, cwd: str | None) -> str:

@@ -573,7 +573,7 @@ class Importer:
             choice = choice._replace(why=f"{choice.why} (cwd {header.cwd} read as {now}: --map)")
         if choice.bank_id is None:
             return resolved, choice, None
-        tags = self.banks.family_tags(resolved, cwd)
+        tags = self.banks.family_tags(resolved, cwd, choice.found)
         # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
         shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
         if shaped is None or shaped[0] is not resolved:

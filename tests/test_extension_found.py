@@ -69,9 +69,11 @@ def test_the_installed_extension_is_found_and_its_defaults_apply(
     elif sign == "luxus files":
         (where.project / ".pi" / "hindsight").mkdir(parents=True)
         (where.project / ".pi" / "hindsight" / "retain-cursors.json").write_text('{"version": 3, "sessions": {}}')
-    summary, _ = dry_run(runner, where, tmp_path)
+    summary, rows = dry_run(runner, where, tmp_path)
     bank, why = bank_of(summary)
     assert why.startswith(f"{family} found installed") and summary["bank_unnamed_total"] == 0
+    # pi-hindsight's scope tags (its recall filters by them) come with its bank rule
+    assert any(t.startswith("repo:") for t in rows[0]["tags"]) == (family == "pi-hindsight")
     if family == "hindsight-pi":
         assert bank == where.bank  # per-repo: the origin's last segment
         assert ("hindsight-meta" in why) == (sign == "session entry")
