@@ -26,7 +26,7 @@ def dry_run(runner: CliRunner, where: Rerooted, tmp_path: Path, *args: str, code
     result = invoke(runner, "import", str(where.sessions), "--manifest", str(manifest), "--json",
                     "--live-retained", "include", "--state", str(tmp_path / "state-hb"), *args)
     assert result.exit_code == code, result.stderr
-    return json.loads(result.output), read_manifest(manifest) if manifest.exists() else []
+    return json.loads(result.stdout), read_manifest(manifest) if manifest.exists() else []
 
 
 def bank_of(summary: dict[str, Any]) -> tuple[str, str]:
@@ -152,3 +152,19 @@ def test_status_shows_the_bank_an_import_would_choose(runner: CliRunner, tmp_pat
     shutil.rmtree(isolated_home / ".hindsight" / "pi-queues")
     data = json.loads(invoke(runner, "status", "--cwd", str(where.project), "--json").output)
     assert data["project_bank_id"].startswith("pi-project-") and "--extension hpi" in data["project_bank_why"]
+
+
+def test_path_map_is_yours_to_set(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """A cloned repository's file cannot redirect other sessions' banks: pathMap there is ignored with a warning;
+    a relative folder is an error naming the key (flag: usage error)."""
+    where = reroot("complete", tmp_path, isolated_home)
+    (where.project / ".hindsight").mkdir()
+    (where.project / ".hindsight" / "config.json").write_text(json.dumps({"pathMap": {"/x": "/y"}}))
+    summary, _ = dry_run(runner, where, tmp_path)
+    assert any("pathMap ignored" in w for w in summary["ignored_project_keys"])
+    config = tmp_path / "hb.json"
+    config.write_text(json.dumps({"pathMap": {"relative": "/y"}}))
+    result = invoke(runner, "import", str(where.sessions), "--config", str(config))
+    assert result.exit_code == 3 and "pathMap" in result.stderr
+    result = invoke(runner, "import", str(where.sessions), "--map", "relative=/y")
+    assert result.exit_code == 2 and "OLD=NEW" in result.stderr

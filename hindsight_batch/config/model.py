@@ -185,6 +185,14 @@ class Settings(_Section):
             raise ValueError("must be an http:// or https:// URL with a host, e.g. http://localhost:8888")
         return value.rstrip("/")
 
+    @field_validator("path_map")
+    @classmethod
+    def _absolute(cls, value: dict[str, str]) -> dict[str, str]:
+        for old, new in value.items():
+            if not old.startswith("/") or not new.startswith("/"):
+                raise ValueError("each key and value must be an absolute folder (a session's cwd is absolute)")
+        return {old.rstrip("/") or "/": new.rstrip("/") or "/" for old, new in value.items()}
+
     @model_validator(mode="after")
     def _tags_are_strings(self) -> Settings:
         for tag in self.constant_tags:
