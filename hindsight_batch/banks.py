@@ -14,7 +14,10 @@ own (read from its source; ``README.md`` "Which bank your import lands in"):
   ``pi-project-<slug(basename(basis))>-<sha256(basis)[:12]>``, the basis being the cwd (``derive: cwd``) or the
   main worktree's root (git, else the nearest folder holding ``.git``, else the cwd), symlinks resolved;
   ``derive: basename`` → the root folder's name.
-* **neither found**: ``banks.project.bankId``, else ``bankId``, else this tool's own ``pi-<project>-<hash of cwd>``.
+* **neither configured**: ``banks.project.bankId``, else ``bankId``, else the rule of the extension found installed
+  (:mod:`hindsight_batch.config.installed`) with its defaults, else this tool's own ``pi-<project>-<hash of cwd>``,
+  which :class:`BankChoice` marks ``unnamed`` (a dry run plans it and says so; ``--apply`` does not send it).
+* **moved**: ``--map OLD=NEW`` (``pathMap``) reads a cwd under ``OLD`` as under ``NEW`` (:func:`moved`).
 
 Git runs read-only in the cwd: ``git -C <cwd>``, no optional locks, no hooks, no pager, a timeout. Where the rule
 cannot be reproduced now (``pi-session``; a cwd that no longer exists; git missing), the bank the extension recorded
