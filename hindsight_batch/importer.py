@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
-from hindsight_batch.banks import BankResolver, project_name, with_project_bank
+from hindsight_batch.banks import BankResolver, moved, project_name, with_project_bank
 from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
@@ -86,7 +86,8 @@ class ImportOptions:
 
 def settings_hash(settings: Settings) -> str:
     """Everything that shapes an import's output, plus the tool version: if it changes, a source is redone."""
-    shaping = settings.model_dump(mode="json", by_alias=True, exclude={"api_key", "base_url", "upload"})
+    shaping = settings.model_dump(mode="json", by_alias=True, exclude={"api_key", "base_url", "upload",
+                                                                          "path_map"})
     blob = json.dumps({"settings": shaping, "version": __version__}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -183,6 +184,7 @@ class Importer:
         by default one for ``options.manifest``."""
         self.resolver = resolver
         self.banks = BankResolver(resolver.env)
+        self._path_map = resolver.for_cwd(None).settings.path_map
         self.ledger = ledger
         self.options = options
         self.files = files
@@ -421,7 +423,16 @@ class Importer:
         resolved, choice, shaped_settings = self._settings_for(header, path, luxus.tags)
         if shaped_settings is None or choice.bank_id is None:
             summary.sessions_skipped.append({"file": key, "reason": f"no project bank: {choice.skip}"})
+            summary.without_bank.append({"file": key, "cwd": header.cwd or "", "reason": choice.skip or "",
+                                         "fix": choice.fix or ""})
             return None
+        if choice.unnamed:  # this tool's own bank, which no extension reads: planned and said; never sent
+            summary.bank_unnamed.append({"file": key, "bank": choice.bank_id, "reason": choice.unnamed})
+            if self.options.apply:
+                summary.sessions_skipped.append({"file": key, "reason": f"not sent: {choice.unnamed}"})
+                summary.without_bank.append({"file": key, "cwd": header.cwd or "", "reason": choice.unnamed,
+                                             "fix": "--extension hpi|pi-hindsight, or a bank (bankId)"})
+                return None
         settings, shape = shaped_settings
         bank_id = choice.bank_id
 
@@ -568,13 +579,19 @@ class Importer:
         """The session's configuration, bank choice and (when it has a bank) its settings and their hash with this
         run's suffixes, as the ledger keeps it for the source. ``session_tags`` (pi-hindsight's session meta) are
         added to the items' tags, as its retain adds ``extraTags: sessionMemory.tags``."""
-        resolved = self.resolver.for_cwd(header.cwd)
+        cwd = header.cwd
+        now = moved(cwd, self._path_map) if cwd and self._path_map else None
+        if now is not None:  # --map OLD=NEW: the bank and the project's configuration where the repository is now
+            cwd = now
+        resolved = self.resolver.for_cwd(cwd)
         settings = resolved.settings
         project = project_name(settings, header.cwd)
-        choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
+        choice = self.banks.choose(resolved, cwd, project, header.id, path)
+        if now is not None:
+            choice = choice._replace(why=f"{choice.why} (cwd {header.cwd} read as {now}: --map)")
         if choice.bank_id is None:
             return resolved, choice, None
-        tags = self.banks.family_tags(resolved, header.cwd)
+        tags = self.banks.family_tags(resolved, cwd, choice.found)
         # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
         shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
         if shaped is None or shaped[0] is not resolved:

@@ -144,7 +144,9 @@ class LiveCheck:
         stem = session_file.name.removesuffix(".jsonl")
         found = [doc for doc in client.documents_tagged(bank_id, f"session:{session_id}")
                  if _theirs(doc, session_id, stem)]
-        if family != PI_HINDSIGHT and stem != session_id and all(doc.get("id") != stem for doc in found):
+        # (A file name that is not UTF-8 names no document: hindsight-pi's own JSON could not have sent it.)
+        if family != PI_HINDSIGHT and stem != session_id and all(doc.get("id") != stem for doc in found) \
+                and stem.encode("utf-8", "replace").decode("utf-8") == stem:
             historical = client.document(bank_id, stem)  # upsert-historical-sessions: named after the file
             if historical is not None and BACKFILL_STORE_METHOD in (historical.get("tags") or []):
                 found.append(historical)

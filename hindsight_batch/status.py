@@ -44,7 +44,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
     project = project_name(settings, folder)
     bank: str | None
     try:
-        bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
+        bank, why = BankResolver(resolver.env).derive_here(resolved, folder, project)
     except Unreproducible as exc:
         bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
     clash = user_bank_clash(resolved, bank)

@@ -37,6 +37,18 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Liter
     return jobs
 
 
+def _path_map(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """``--map OLD=NEW``, repeatable: absolute folders (a session's cwd is absolute), the last one for an OLD
+    wins."""
+    mapped: dict[str, str] = {}
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old.startswith("/") or not new.startswith("/"):
+            raise click.BadParameter(f"{value!r} is not OLD=NEW with two absolute folders.", ctx, param)
+        mapped[old.rstrip("/") or "/"] = new.rstrip("/") or "/"
+    return mapped
+
+
 @cli.command("import")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), help="Write the manifest (JSONL) here.")
@@ -70,6 +82,12 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Liter
               help="Leave out the sessions (and hindsight-pi's switched-off messages) the live extension was told "
                    "not to retain: per project, per session. Default: on with --catch-up; off for an import, which "
                    "lists them.")
+@click.option("--extension", type=click.Choice(["hpi", "hindsight-pi", "pi-hindsight", "none"]),
+              help="Whose bank rule applies (the \"extension\" key): hindsight-pi (hpi), pi-hindsight, or none (this "
+                   "tool's own). Needed with --apply when no extension's configuration, package or files are found.")
+@click.option("--map", "path_map", metavar="OLD=NEW", multiple=True, callback=_path_map,
+              help="A moved repository: a session whose cwd is OLD (or below it) gets the bank the extension's rule "
+                   "gives where the repository is now, NEW (repeatable; the \"pathMap\" key).")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
 @click.option("--jobs", metavar="N|auto", default="auto", show_default=True, callback=_jobs,
               help="Plan this many session files at once, in worker processes (1 to 64). Same output; memory per "
@@ -95,6 +113,8 @@ def import_command(
     live_retained: str,
     catch_up: bool,
     respect_switches: bool | None,
+    extension: str | None,
+    path_map: dict[str, str],
     max_seconds: float | None,
     jobs: int | Literal["auto"],
     config_file: Path | None,
@@ -134,7 +154,8 @@ def import_command(
         cwd_filter=cwd_filter, project_filter=project_filter, state_dir=state_dir, config_file=config_file,
         apply=apply, wait=wait, wait_timeout=wait_timeout, delete_stale=delete_stale,
         live_retained=cast("Literal['after', 'skip', 'include']", live_retained), catch_up=catch_up,
-        respect_switches=respect_switches, max_seconds=max_seconds, jobs=jobs, progress=progress(quiet),
+        respect_switches=respect_switches, extension=extension, path_map=path_map, max_seconds=max_seconds,
+        jobs=jobs, progress=progress(quiet),
         from_run=from_run,
     ))
     data = result.data
@@ -236,6 +257,13 @@ def _print_import_summary(data: dict[str, Any]) -> None:
             + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
     for skipped in data["sessions_skipped"][:10]:
         out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
+    if data["without_bank_total"]:
+        out(f"  {data['without_bank_total']} session(s) skipped for want of a bank (exit 1); to bring them in:")
+        for fix in data["without_bank_fix"][:10]:
+            out(f"    {fix}")
+    if data["bank_unnamed_total"] and data["mode"] != "apply":
+        out(f"  {data['bank_unnamed_total']} session(s) planned into this tool's own bank, which no live extension "
+            f"reads: {data['bank_unnamed'][0]['reason']} (--apply will not send them until then)")
     if data["switched_off_total"]:
         left_out = data["switched_off_skipped"]
         out(f"  switched off by the live extension: {data['switched_off_total']} session(s), {left_out} left out"

@@ -36,7 +36,7 @@ HOME, PROJECT, GLOBAL = "home", "project", "global"
 PROJECT_FORBIDDEN: dict[str, str] = {
     "baseUrl": "the server", "apiKey": "credentials", "banks.user": "the User Bank",
     "userRetain": "userRetain.mode", "routing": "the routing strategy", "redaction": "redaction",
-    "extension": "whose bank rule applies",
+    "extension": "whose bank rule applies", "pathMap": "where moved repositories are now (pathMap)",
     "upload": "upload parameters (they belong to the run, which may cover many projects)",
 }
 # Legacy spellings of this tool's own keys, renamed before merging so that a value's origin is still reported.
