@@ -1,4 +1,4 @@
-"""What the user told the live extension about retention, read exactly as the extension reads it (issue 36).
+"""What the user told the live extension about retention, read exactly as the extension reads it.
 
 Three kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
 each rule):
