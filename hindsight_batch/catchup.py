@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.fsutil import open_regular_file, read_regular
+from hindsight_batch.fsutil import read_regular
+from hindsight_batch.session.scan import message_entries
 from hindsight_batch.switches import path_hashes
 
 # messageFingerprint's object, in its key order (JSON.stringify leaves out a key whose value is undefined).
@@ -122,19 +123,10 @@ def last_handled(session_file: Path, fingerprints: frozenset[str]) -> str | None
     """The id of the last message entry of the file whose fingerprint is one of ``fingerprints``, or None."""
     last: str | None = None
     try:
-        with open_regular_file(session_file) as stream:
-            for line in stream:  # one line at a time: a session may be hundreds of MB
-                if b'"message"' not in line:
-                    continue
-                try:
-                    entry = jsoncodec.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(entry, dict) or entry.get("type") != "message":
-                    continue
-                message, entry_id = entry.get("message"), entry.get("id")
-                if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
-                    last = entry_id
+        for entry in message_entries(session_file):
+            message = entry.get("message")
+            if isinstance(message, dict) and fingerprint(message) in fingerprints:
+                last = entry["id"]
     except OSError:
         return None
     return last
