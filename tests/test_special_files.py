@@ -180,3 +180,25 @@ def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
     assert [(Path(f["file"]).name, f["reason"]) for f in summary["failed_files"]] == [
         ("s1.jsonl", f"not a regular file ({kind_named(kind)})")]
     assert {Path(r["source_file"]).name for r in read_manifest(manifest)} == {"s0.jsonl", "s2.jsonl"}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("which", ["session meta", "retain cursor"])
+def test_catch_up_never_waits_on_a_fifo_where_the_extension_keeps_its_files(
+    runner: CliRunner, tmp_path: Path, which: str
+) -> None:
+    """pi-hindsight's session meta and retain cursor live in the project: a FIFO there blocked catch-up for ever.
+    A meta that cannot be read counts as ignored (fail closed); a cursor that cannot be read is not used."""
+    from tests.test_catchup import meta_path, run, session
+
+    _, path, project = session(tmp_path)
+    target = meta_path(project, path) if which == "session meta" else project / ".pi/hindsight/retain-cursors.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(target)
+    summary, rows = run(runner, tmp_path, "--catch-up")
+    if which == "session meta":
+        assert [r["status"] for r in rows] == ["switched-off"]
+        assert "cannot be read (not a regular file (a FIFO))" in summary["switched_off"][0]["reason"]
+    else:
+        assert [r["status"] for r in rows] == ["planned"]
+        assert "not a regular file (a FIFO)" in summary["cursor_fallbacks"][0]["note"]
