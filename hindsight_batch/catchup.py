@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hindsight_batch import jsoncodec
+from hindsight_batch.fsutil import read_regular
+from hindsight_batch.session.scan import message_entries
 from hindsight_batch.switches import path_hashes
 
 # messageFingerprint's object, in its key order (JSON.stringify leaves out a key whose value is undefined).
@@ -91,7 +93,7 @@ def read_cursor(cwd: str, session_file: Path, env: Mapping[str, str] | None = No
     ``readRetainCursorStore`` reads the file (versions 1, 2 and 3)."""
     path = _folder(cwd) / "retain-cursors.json"
     try:
-        data = jsoncodec.loads(path.read_bytes())
+        data = jsoncodec.loads(read_regular(path))
     except FileNotFoundError:
         return Cursor()
     except (OSError, ValueError) as exc:
@@ -121,19 +123,10 @@ def last_handled(session_file: Path, fingerprints: frozenset[str]) -> str | None
     """The id of the last message entry of the file whose fingerprint is one of ``fingerprints``, or None."""
     last: str | None = None
     try:
-        with session_file.open("rb") as stream:
-            for line in stream:  # one line at a time: a session may be hundreds of MB
-                if b'"message"' not in line:
-                    continue
-                try:
-                    entry = jsoncodec.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(entry, dict) or entry.get("type") != "message":
-                    continue
-                message, entry_id = entry.get("message"), entry.get("id")
-                if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
-                    last = entry_id
+        for entry in message_entries(session_file):
+            message = entry.get("message")
+            if isinstance(message, dict) and fingerprint(message) in fingerprints:
+                last = entry["id"]
     except OSError:
         return None
     return last

@@ -2,7 +2,7 @@
 
 ``Importer`` wires the collaborators together: the session files (filters, :mod:`hindsight_batch.duplicates`,
 catch-up and live checks, an unchanged source reused from the ledger), planning
-(:func:`hindsight_batch.planning.plan_or_skip`, here or in worker processes: :mod:`hindsight_batch.scheduling`,
+(:func:`hindsight_batch.planning.plan_session`, here or in worker processes: :mod:`hindsight_batch.scheduling`,
 :mod:`hindsight_batch.workers`), the sinks (manifest, ledger and, with ``--apply``, the upload) and the summary
 (:mod:`hindsight_batch.accounting`).
 """
@@ -138,7 +138,7 @@ Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item ha
 
 
 if TYPE_CHECKING:
-    from hindsight_batch.planning import plan_or_skip
+    from hindsight_batch.planning import plan_session
     from hindsight_batch.session.model import header_from_text, header_text
     from hindsight_batch.session.reader import peek_header
 else:  # loaded on first use (see the imports above); mypy checks calls against the real signatures
@@ -161,9 +161,9 @@ else:  # loaded on first use (see the imports above); mypy checks calls against 
 
         return peek(*args, **kwargs)
 
-    def plan_or_skip(*args, **kwargs):
+    def plan_session(*args, **kwargs):
         """The planner."""
-        from hindsight_batch.planning import plan_or_skip as plan
+        from hindsight_batch.planning import plan_session as plan
 
         return plan(*args, **kwargs)
 
@@ -630,8 +630,8 @@ class Importer:
                 reviewed.refuse(path, why)
         return bool(changed)
 
-    def _plan_here(self, job: _Job, moved: Callable[[int], None] | None = None) -> SessionPlan | str:
-        return plan_or_skip(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
+    def _plan_here(self, job: _Job, moved: Callable[[int], None] | None = None) -> SessionPlan:
+        return plan_session(job.path, job.header, job.settings, self._redactor(job.settings), self.summary.run_id,
                             self.options.include_content, self.times, job.handled, moved)
 
     def _show_upload(self, bar: ProgressBar, refresh: bool = False) -> None:
@@ -644,12 +644,8 @@ class Importer:
                                 f"confirmed {statuses['confirmed']}" + (f", failed {failed}" if failed else ""),
                                 refresh=refresh)
 
-    def _finish(self, job: _Job, plan: SessionPlan | str) -> None:
-        """A planned session into the summary, the manifest, the ledger's pending rows and the upload sink.
-        ``plan`` is a string when catch-up skipped the session while planning it (why)."""
-        if isinstance(plan, str):
-            self.summary.catch_up_skipped.append({"file": job.name, "reason": plan})
-            return
+    def _finish(self, job: _Job, plan: SessionPlan) -> None:
+        """A planned session into the summary, the manifest, the ledger's pending rows and the upload sink."""
         t0 = time.perf_counter()
         try:  # everything that can fail on this file's data, before anything is written
             encoded = self._encode(job, plan)

@@ -161,22 +161,6 @@ def _plan_chunks(
             _plan_chunk(plan, session, segment, leaf, chunk, per_chunk_dropped.get(chunk.window, Counter()))
 
 
-def plan_or_skip(
-    path: Path,
-    header: SessionHeader,
-    settings: Settings,
-    redactor: Redactor,
-    run_id: str,
-    include_content: bool,
-    times: StageTimes,
-    handled: CatchUpVerdict | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> SessionPlan | str:
-    """:func:`plan_session` (a string would say why a session is skipped while planning; no rule does that now:
-    a retain cursor that cannot be placed falls back, it never skips the session)."""
-    return plan_session(path, header, settings, redactor, run_id, include_content, times, handled, progress)
-
-
 def _instant(stamp: str | None) -> float | None:
     """An ISO timestamp as seconds since the epoch (UTC when it names no zone), or None."""
     value = parse_timestamp(stamp)

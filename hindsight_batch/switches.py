@@ -1,4 +1,4 @@
-"""What the user told the live extension about retention, read exactly as the extension reads it (issue 36).
+"""What the user told the live extension about retention, read exactly as the extension reads it.
 
 Three kinds of switch, each judged by the rule of the extension's own code (the file and function are named beside
 each rule):
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight_batch import jsoncodec
+from hindsight_batch.fsutil import open_regular_file, read_regular
 from hindsight_batch.session.discovery import default_session_root
 from hindsight_batch.session.names import node_path
 
@@ -125,7 +126,7 @@ def _pi_settings_sections(cwd: str | None, env: Mapping[str, str]) -> list[tuple
     found = []
     for path in paths:
         try:
-            data = jsoncodec.loads(path.read_bytes())
+            data = jsoncodec.loads(read_regular(path))
         except (OSError, ValueError):
             continue
         section = data.get("pi-hindsight") if isinstance(data, dict) else None
@@ -229,7 +230,7 @@ def _session_tags(tags: list[Any]) -> tuple[str, ...]:
 def _one_meta(path: Path) -> LuxusSession | None:
     """One meta file as ``readSessionMemoryMeta`` then ``getEffectiveSessionMemoryMode`` see it; None: no file."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         return None  # ENOENT: defaultSessionMemoryMeta (normal, retained)
     except OSError as exc:  # any other error: failClosedSessionMemoryMeta (mode ignored)
@@ -298,7 +299,7 @@ def hpi_session(session_file: Path) -> HpiSession | None:
     are their union over its messages (recorded: tests/fixtures/extensions/hpi/tags), and so are the items' here."""
     marker = HPI_META_TYPE.encode()
     try:
-        with session_file.open("rb") as stream:
+        with open_regular_file(session_file) as stream:
             try:
                 with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
                     if view.find(marker) == -1:

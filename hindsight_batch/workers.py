@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
 from hindsight_batch.errors import HindsightBatchError
-from hindsight_batch.planning import SessionPlan, plan_or_skip
+from hindsight_batch.planning import SessionPlan, plan_session
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import file_sha256
@@ -147,10 +147,8 @@ def plan_in_worker(task: PlanTask, ticket: int = -1) -> PlanOutcome:
         assert pipe is not None
         pipe.send_bytes(_REPORT.pack(ticket, offset))
 
-    plan = plan_or_skip(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
+    plan = plan_session(task.path, task.header, task.settings, redactor, task.run_id, task.include_content, times,
                         task.handled, report if pipe is not None and ticket >= 0 else None)
-    if isinstance(plan, str):
-        return plan, times, sha256
     if not task.keep_items:
         _drop_items(plan)
     gc.collect(0)  # the parent's paused collector is inherited: collect between files, as the parent does
@@ -169,7 +167,7 @@ def _drop_items(plan: SessionPlan) -> None:
     plan.items = []
 
 
-PlanOutcome = tuple[SessionPlan | str, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
+PlanOutcome = tuple[SessionPlan, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
 WORKER_BACKLOG_FILES = 4096  # and files: tiny sessions, thousands to a MB, must not all queue when workers lag
 # Small files go to a worker in batches: a task costs both processes a fraction of a millisecond (pickling, pipes,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record what the live Pi extensions really write (issue 36, item 7): tests/fixtures/extensions/<ext>/<scenario>/.
+"""Record what the live Pi extensions really write: tests/fixtures/extensions/<ext>/<scenario>/.
 
     .venv/bin/python scripts/record_extensions.py [--ext hpi|pi-probe ...] [--scenario NAME ...] [--out DIR]
                                                   [--server URL] [--keep]

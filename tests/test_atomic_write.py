@@ -112,16 +112,21 @@ def test_times_and_a_given_mode_are_applied(tmp_path: Path, temp_kind: str) -> N
     assert (target.read_bytes(), stat.S_IMODE(info.st_mode), info.st_mtime_ns) == (b"x", 0o604, 2_000_000_000)
 
 
-def test_a_pruned_session_keeps_its_owner_and_its_folder_is_fsynced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temp_kind: str
-) -> None:
+def recalled_session(path: Path) -> Path:
+    """A session at ``path`` whose one recall entry (text ``PRUNE-ME``) prune removes."""
     b = SessionBuilder()
     u = b.user("question")
     b.raw(json.dumps({"type": "custom_message", "customType": "hindsight-recall", "id": "r1", "parentId": u,
                       "timestamp": "2026-05-01T10:00:00.000Z", "content": "PRUNE-ME", "display": False}))
     b.leaf = "r1"
     b.assistant("answer")
-    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    return b.write(path)
+
+
+def test_a_pruned_session_keeps_its_owner_and_its_folder_is_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temp_kind: str
+) -> None:
+    path = recalled_session(tmp_path / "sessions" / "s.jsonl")
     os.chmod(path, 0o640)
     if os.geteuid() == 0:
         os.chown(path, NOBODY, NOBODY)
@@ -177,13 +182,7 @@ def test_a_rewritten_queue_is_on_disk_before_it_is_renamed_into_place(
 def test_a_pruned_session_is_on_disk_before_it_is_renamed_into_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temp_kind: str
 ) -> None:
-    b = SessionBuilder()
-    u = b.user("question")
-    b.raw(json.dumps({"type": "custom_message", "customType": "hindsight-recall", "id": "r1", "parentId": u,
-                      "timestamp": "2026-05-01T10:00:00.000Z", "content": "PRUNE-ME", "display": False}))
-    b.leaf = "r1"
-    b.assistant("answer")
-    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    path = recalled_session(tmp_path / "sessions" / "s.jsonl")
     events = file_fsyncs_before_rename(monkeypatch)
     assert prune.prune_file(path, confirm=True, force=True).status == "pruned"
     assert b"PRUNE-ME" not in path.read_bytes()

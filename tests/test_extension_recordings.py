@@ -1,4 +1,4 @@
-"""What the live extensions really write (issue 36, item 7), read from the recordings that
+"""What the live extensions really write, read from the recordings that
 scripts/record_extensions.py made by running each extension's own code inside pi 0.73.1 against a real server
 (tests/fixtures/extensions/<ext>/PROVENANCE.md). Each test states one fact the batch paths rely on; if a
 re-recording changes it, the test says which.

@@ -1,6 +1,6 @@
 """A full disk under the state folder, the manifest or a prune's backups: one line naming the path, exit 2 (1 when
-other files were done), and nothing half-written taken as complete. It was exit 70, "internal error: No space left
-on device", which the cron documentation tells users to report as a bug.
+other files were done), and nothing half-written taken as complete: never exit 70, which the cron documentation
+tells users to report as a bug.
 
 Real full disks are small tmpfs mounts where the tests may mount one (as root); the same errors are also injected
 where DuckDB raises them, so that the rule is tested everywhere."""

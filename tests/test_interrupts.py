@@ -33,7 +33,7 @@ from hindsight_batch import cli, importer, workers
 marker = Path(sys.argv[1])
 planned = marker.with_name("planned")
 original = importer.Importer._finish
-original_plan = workers.plan_or_skip
+original_plan = workers.plan_session
 
 def slow_plan(path, *args, **kwargs):  # in worker processes (--jobs)
     with planned.open("a") as out:
@@ -41,7 +41,7 @@ def slow_plan(path, *args, **kwargs):  # in worker processes (--jobs)
     time.sleep(0.25)
     return original_plan(path, *args, **kwargs)
 
-workers.plan_or_skip = slow_plan
+workers.plan_session = slow_plan
 workers.BATCH_FILES = 1  # a file a task: the workers are stopped mid-queue, not mid-batch
 
 def slow(self, job, *args, **kwargs):
@@ -260,7 +260,7 @@ cli.main()
 def test_a_signal_that_lands_inside_a_ledger_query_is_an_interrupt(
     runner: CliRunner, tmp_path: Path, sig: str, code: int, line: str
 ) -> None:
-    """Was exit 70, "internal error: RuntimeError: Query interrupted", and the run recorded failed."""
+    """DuckDB turns the signal into RuntimeError("Query interrupted"): still exit 130/143, the run interrupted."""
     driver = tmp_path / "driver.py"
     driver.write_text(QUERY_DRIVER)
     folder = make_sessions(tmp_path / "sessions", 3)

@@ -1,4 +1,4 @@
-"""prune-recall-messages removes every recall shape the two live extensions persist, and nothing else (issue 36).
+"""prune-recall-messages removes every recall shape the two live extensions persist, and nothing else.
 
 Each shape is built as the extension's code writes it: pi-hindsight's recall block (a message whose string content
 starts with ``<hindsight-memory>``, as its ``/hindsight:recall-cleanup`` finds it, extensions/lifecycle/

@@ -77,8 +77,8 @@ def test_every_kind_of_file_failure_is_listed_and_the_other_files_are_imported(
                                                           PermissionError(13, "Permission denied")))
     # Planning fails inside the planner (here or in a worker process), quoting a secret it choked on.
     error = ValueError(f"cannot handle token {SECRET} in entry")
-    monkeypatch.setattr(importer, "plan_or_skip", fail_for({crashing.name}, importer.plan_or_skip, error))
-    monkeypatch.setattr(workers, "plan_or_skip", fail_for({crashing.name}, workers.plan_or_skip, error))
+    monkeypatch.setattr(importer, "plan_session", fail_for({crashing.name}, importer.plan_session, error))
+    monkeypatch.setattr(workers, "plan_session", fail_for({crashing.name}, workers.plan_session, error))
     manifest, state = tmp_path / "m.jsonl", tmp_path / "state"
     args = ["import", str(folder), str(unreadable), str(crashing), "--manifest", str(manifest), "--state",
             str(state), "--jobs", jobs]
@@ -125,8 +125,8 @@ def test_a_worker_process_that_dies_fails_its_file_only(
             os._exit(9)  # as a crash in C code or the OOM killer would end it
         return original(path, *args, **kwargs)
 
-    original = workers.plan_or_skip
-    monkeypatch.setattr(workers, "plan_or_skip", die)
+    original = workers.plan_session
+    monkeypatch.setattr(workers, "plan_session", die)
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", str(folder), "--jobs", "3", "--manifest", str(manifest), "--json")
     assert result.exit_code == 1, result.stderr
@@ -150,7 +150,7 @@ def test_an_error_pickle_cannot_carry_from_a_worker_fails_its_file_only(
 ) -> None:
     good = sessions(tmp_path / "sessions", 5)
     odd = good[1]
-    monkeypatch.setattr(workers, "plan_or_skip", fail_for({odd.name}, workers.plan_or_skip,
+    monkeypatch.setattr(workers, "plan_session", fail_for({odd.name}, workers.plan_session,
                                                           _NotRebuilt(f"cannot handle {SECRET}", 7)))
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--manifest", str(manifest),
@@ -169,7 +169,7 @@ def test_a_configuration_error_met_in_a_worker_stops_the_run_with_exit_3(
     and nothing is recorded as read."""
     good = sessions(tmp_path / "sessions", 5)
     problem = ConfigError("/work/demo/.pi/hindsight.json", "toolFilter.exclude", "not a list of tool names")
-    monkeypatch.setattr(workers, "plan_or_skip", fail_for({good[3].name}, workers.plan_or_skip, problem))
+    monkeypatch.setattr(workers, "plan_session", fail_for({good[3].name}, workers.plan_session, problem))
     state = tmp_path / "state"
     result = invoke(runner, "import", str(tmp_path / "sessions"), "--jobs", "2", "--state", str(state))
     assert result.exit_code == EXIT_CONFIG, result.stderr

@@ -143,3 +143,62 @@ def test_queue_depths_count_around_a_special_file(tmp_path: Path, kind: str) -> 
 def kind_named(kind: str) -> str:
     return {"fifo": "a FIFO", "folder": "a folder", "link to a fifo": "a FIFO",
             "link to a device": "a character device"}[kind]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", KINDS)
+def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Catch-up reads the session file again for hindsight-pi's switches and pi-hindsight's cursor after its header:
+    a FIFO swapped in by then blocked the run for ever, holding the ledger lock."""
+    from hindsight_batch import importer
+
+    folder = tmp_path / "sessions"
+    paths = []
+    for n in range(3):
+        b = SessionBuilder(session_id=f"s-{n}", cwd=str(tmp_path / "project"))
+        b.user(f"question {n}")
+        b.assistant(f"answer {n}")
+        paths.append(b.write(folder / f"s{n}.jsonl"))
+    (tmp_path / "project" / ".pi" / "hindsight").mkdir(parents=True)
+    (tmp_path / "project" / ".pi" / "hindsight" / "retain-cursors.json").write_text('{"version":3,"sessions":{}}')
+    real = importer.peek_header
+
+    def peek(path: Path) -> Any:
+        header = real(path)
+        if path == paths[1]:
+            swap(path, kind)
+        return header
+
+    monkeypatch.setattr(importer, "peek_header", peek)
+    manifest = tmp_path / "m.jsonl"
+    result = invoke(runner, "import", str(folder), "--catch-up", "--manifest", str(manifest), "--state",
+                    str(tmp_path / "state"), "--jobs", "1", "--json")
+    assert result.exit_code == 1, result.stderr
+    summary = json.loads(result.output)
+    assert [(Path(f["file"]).name, f["reason"]) for f in summary["failed_files"]] == [
+        ("s1.jsonl", f"not a regular file ({kind_named(kind)})")]
+    assert {Path(r["source_file"]).name for r in read_manifest(manifest)} == {"s0.jsonl", "s2.jsonl"}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("which", ["session meta", "retain cursor"])
+def test_catch_up_never_waits_on_a_fifo_where_the_extension_keeps_its_files(
+    runner: CliRunner, tmp_path: Path, which: str
+) -> None:
+    """pi-hindsight's session meta and retain cursor live in the project: a FIFO there blocked catch-up for ever.
+    A meta that cannot be read counts as ignored (fail closed); a cursor that cannot be read is not used."""
+    from tests.test_catchup import meta_path, run, session
+
+    _, path, project = session(tmp_path)
+    target = meta_path(project, path) if which == "session meta" else project / ".pi/hindsight/retain-cursors.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(target)
+    summary, rows = run(runner, tmp_path, "--catch-up")
+    if which == "session meta":
+        assert [r["status"] for r in rows] == ["switched-off"]
+        assert "cannot be read (not a regular file (a FIFO))" in summary["switched_off"][0]["reason"]
+    else:
+        assert [r["status"] for r in rows] == ["planned"]
+        assert "not a regular file (a FIFO)" in summary["cursor_fallbacks"][0]["note"]

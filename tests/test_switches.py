@@ -1,4 +1,4 @@
-"""What the user told the live extension holds in every batch path (issue 36): per-project switches of both
+"""What the user told the live extension holds in every batch path: per-project switches of both
 extensions, hindsight-pi's hindsight-meta entries (retention toggled per session, session tags), hindsight-pi's
 parent tag. Inputs are built as the extensions' code writes them (tests/extension_shapes.py)."""
 

@@ -136,13 +136,13 @@ def test_the_parent_stops_handing_out_files_while_too_many_wait(
     small_sessions(tmp_path / "sessions", "backlog", count=24)
     monkeypatch.setattr(workers, "BATCH_FILES", 1)
     monkeypatch.setattr(workers, "WORKER_BACKLOG_FILES", 4)
-    real_plan = workers.plan_or_skip
+    real_plan = workers.plan_session
 
     def slow_plan(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.05)
         return real_plan(*args, **kwargs)
 
-    monkeypatch.setattr(workers, "plan_or_skip", slow_plan)
+    monkeypatch.setattr(workers, "plan_session", slow_plan)
     batches = _hand_overs(monkeypatch)
     handed_out_when_finished: list[int] = []
     real_finish = importer.Importer._finish

@@ -18,9 +18,9 @@ from hindsight_batch.session.jsonl import (
     parse_line,
     parse_object,
 )
-from hindsight_batch.session.model import session_version
+from hindsight_batch.session.model import JS_SPACE, session_version
 
-# Every recall shape the two live extensions persist (issue 36), and nothing else:
+# Every recall shape the two live extensions persist, and nothing else:
 # * hindsight-pi's recall message, customType ``hindsight-recall`` (extensions/recall-message.ts
 #   ``createRecallCustomMessage``; its own extensions/prune.ts ``pruneRecallMessagesInSessionFile`` removes
 #   ``custom_message``/``custom`` entries of that type), and the recall indicator its earlier versions persisted when
@@ -30,8 +30,6 @@ from hindsight_batch.session.model import session_version
 # * pi-hindsight's recall block: see :func:`is_luxus_recall`.
 DEFAULT_TYPES = ("hindsight-recall", "hindsight-recall-status")
 LUXUS_RECALL_START = "<hindsight-memory>"
-# What JavaScript's String.prototype.trim removes (WhiteSpace and LineTerminator), at the start of a string.
-_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(map(chr, range(0x2000, 0x200B)))
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
 # top-level fields, and _FAST reads a plain message line's entry from that prefix (ids with no escapes).
 _FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
@@ -66,7 +64,7 @@ def is_luxus_recall(obj: dict[str, Any]) -> bool:
     content = message.get("content") if isinstance(message, dict) else None
     if content is None:
         content = obj.get("content")
-    return isinstance(content, str) and content.lstrip(_JS_SPACE).startswith(LUXUS_RECALL_START)
+    return isinstance(content, str) and content.lstrip(JS_SPACE).startswith(LUXUS_RECALL_START)
 
 
 def is_recall(obj: dict[str, Any], types: tuple[str, ...]) -> bool:

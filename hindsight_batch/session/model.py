@@ -45,8 +45,9 @@ SUPPORTED_VERSIONS = (1, 2, 3)  # of the session format
 
 # What JavaScript's Number() reads from a string, once its white space is trimmed ("" is 0).
 _JS_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
-_JS_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029"
-             "\u202f\u205f\u3000\ufeff")
+# What JavaScript's String.prototype.trim removes (WhiteSpace and LineTerminator); prune reads it too.
+JS_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029"
+            "\u202f\u205f\u3000\ufeff")
 
 
 def session_version(raw: object) -> int | None:
@@ -59,7 +60,7 @@ def session_version(raw: object) -> int | None:
     if isinstance(raw, (bool, int, float)):
         number = raw
     elif isinstance(raw, str):
-        text = raw.strip(_JS_SPACE)
+        text = raw.strip(JS_SPACE)
         if not _JS_NUMBER.fullmatch(text):
             return None
         number = int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") else float(text)
