@@ -36,9 +36,10 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
+from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
+from hindsight_batch.extension_records import queue_path
 from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.masking import mask
 
@@ -280,16 +281,12 @@ def pi_hindsight_tags(cwd: str, git: Git) -> list[str]:
 # Recorded banks ---------------------------------------------------------------------------------------------
 
 
-def _queue_safe(value: str) -> str:
-    return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", value)[:120]) or "default"
-
-
 @functools.lru_cache(maxsize=256)
 def _queue_banks(path: str, _mtime_ns: int, _size: int) -> dict[str, frozenset[str]]:
     """A queue file's banks by document id ("" collects every record), read once per version of the file."""
     found: dict[str, set[str]] = {}
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(Path(path)) as handle:
             for number, line in enumerate(handle):
                 if number >= 1_000_000:
                     break
@@ -318,11 +315,7 @@ def _banks_in_lines(path: Path, document_id: str | None = None) -> set[str]:
 def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, env: Mapping[str, str]) -> set[str]:
     """Banks the live extension itself wrote down for this session: its retain queue records."""
     if family == HINDSIGHT_PI:
-        root = Path(env.get("HINDSIGHT_QUEUE_ROOT") or Path(home_of(env)) / ".hindsight" / "pi-queues")
-        banks: set[str] = set()
-        for kind in ("auto", "tool"):
-            banks |= _banks_in_lines(root / f"{_queue_safe(session_id)}.{kind}.jsonl")
-        return banks
+        return set().union(*(_banks_in_lines(queue_path(session_id, env, kind)) for kind in ("auto", "tool")))
     if family == PI_HINDSIGHT:  # its live document id under each spelling of the session's path (pi's own first)
         from hindsight_batch.switches import path_hashes
 

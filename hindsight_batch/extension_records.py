@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.config.families import home_of
+from hindsight_batch.fsutil import read_regular
+from hindsight_batch.session.scan import message_entries
 
 
 def backfill_ids(text: str | None) -> frozenset[str]:
@@ -59,11 +61,11 @@ def luxus_import_ids(text: str | None) -> frozenset[str]:
     return frozenset(m["id"] for m in data["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str))
 
 
-def queue_path(session_id: str, env: Mapping[str, str]) -> Path:
-    """hindsight-pi extensions/queue.ts ``queuePath(sessionId, "auto")``."""
+def queue_path(session_id: str, env: Mapping[str, str], kind: str = "auto") -> Path:
+    """hindsight-pi extensions/queue.ts ``queuePath(sessionId, kind)`` (``auto`` or ``tool``)."""
     root = Path(env.get("HINDSIGHT_QUEUE_ROOT") or Path(home_of(env)) / ".hindsight" / "pi-queues")
     safe = re.sub(r"[^a-zA-Z0-9_.-]+", "-", session_id)[:120] or "default"
-    return root / f"{safe}.auto.jsonl"
+    return root / f"{safe}.{kind}.jsonl"
 
 
 class Queued(NamedTuple):
@@ -143,25 +145,15 @@ def match_records(session_file: Path, records: list[Record]) -> tuple[frozenset[
     by_role: dict[str, list[tuple[str, float]]] = {}
     wanted = {key for key, _ in records}
     try:
-        with session_file.open("rb") as stream:
-            for line in stream:  # one line at a time: a session may be hundreds of MB
-                if b'"message"' not in line:
-                    continue
-                try:
-                    entry = jsoncodec.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(entry, dict) or entry.get("type") != "message" or not isinstance(entry.get("id"),
-                                                                                                   str):
-                    continue
-                key = _key(entry.get("message"))
-                if key is None:
-                    continue
-                when = _seconds(entry.get("timestamp"))
-                if key in wanted:
-                    entries.setdefault(key, []).append((entry["id"], when))
-                if when is not None:
-                    by_role.setdefault(key[0], []).append((entry["id"], when))
+        for entry in message_entries(session_file):
+            key = _key(entry.get("message"))
+            if key is None:
+                continue
+            when = _seconds(entry.get("timestamp"))
+            if key in wanted:
+                entries.setdefault(key, []).append((entry["id"], when))
+            if when is not None:
+                by_role.setdefault(key[0], []).append((entry["id"], when))
     except OSError:
         return frozenset(), len(records)
     found: set[str] = set()
@@ -188,7 +180,7 @@ def queued_ids(session_file: Path, session_id: str, env: Mapping[str, str]) -> Q
     """The entries whose messages wait in hindsight-pi's queue for this session; None when it has no queue."""
     path = queue_path(session_id, env)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)  # a FIFO put where the queue was must not block the run
     except OSError:
         return None
     records: list[Record] = []

@@ -29,6 +29,7 @@ from typing import Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
+from hindsight_batch.fsutil import open_regular_file, read_regular
 
 # The package and repository names (npm @walodayeet/hindsight-pi, github walodayeet/hindsight-pi; npm
 # @luxusai/pi-hindsight, github luxus/pi-hindsight). Neither name holds the other.
@@ -53,7 +54,7 @@ def _named(text: str) -> str | None:
 
 def _read_json(path: Path) -> Any:
     try:
-        return jsoncodec.loads(path.read_bytes())
+        return jsoncodec.loads(read_regular(path))  # pi's settings: a FIFO there must not block the run
     except (OSError, ValueError):
         return None
 
@@ -106,7 +107,7 @@ def _on_disk(agent_dir: str, hindsight_home: str, cwd: str) -> tuple[tuple[str, 
 def _in_session(session_file: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     try:
-        with session_file.open("rb") as handle:
+        with open_regular_file(session_file) as handle:
             for line in handle:
                 if b"hindsight" not in line:
                     continue
