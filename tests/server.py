@@ -35,12 +35,14 @@ class Server:
 
 
 def _start(state: Path, api_key: str | None) -> Server:
-    args = [sys.executable, str(SCRIPT), "start", "--state", str(state), "--json"]
+    # --no-install: scripts/test.sh installs the server before pytest starts; a test never downloads 1.5 GB under
+    # pytest-timeout, it fails at once naming the install command.
+    args = [sys.executable, str(SCRIPT), "start", "--state", str(state), "--json", "--no-install"]
     env = {**os.environ, "HINDSIGHT_SERVER_HOME": SERVER_HOME}
     if api_key:
         env["HB_TEST_SERVER_KEY"] = api_key
         args += ["--api-key-env", "HB_TEST_SERVER_KEY"]
-    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800)
+    done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
         pytest.fail(f"scripts/hindsight-server start failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return Server(json.loads(done.stdout)["url"], api_key)
