@@ -37,9 +37,21 @@ echo "== ruff"
 .venv/bin/ruff check hindsight_batch tests scripts setup.py build_backend
 echo "== mypy"
 .venv/bin/mypy
-echo "== pytest (pure Python)"
-HINDSIGHT_BATCH_EXPECT_BUILD=pure .venv/bin/python -m pytest -q "$@"
+# mypyc runs once: the wheel a user's `pip install .` would build (tests/built_wheel.py) is built in the background
+# while the pure pass runs; tests/test_install.py installs it and the compiled pass runs its compiled modules.
+work=$(mktemp -d); wheel_pid=""
+trap 'kill "$wheel_pid" 2>/dev/null || true; rm -rf "$work"; scripts/compile.sh --clean >/dev/null' EXIT
+.venv/bin/python -m tests.built_wheel "$work/wheel" >"$work/wheel.out" 2>&1 &
+wheel_pid=$!
+# Two workers (pytest-xdist), whole files each (--dist loadfile: a file's module fixtures are set up once).
+echo "== pytest (pure Python; the compiled build is made meanwhile)"
+HINDSIGHT_BATCH_EXPECT_BUILD=pure HINDSIGHT_BATCH_TEST_WHEEL="$work/wheel" \
+    .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
 echo "== pytest (compiled with mypyc)"
-trap 'scripts/compile.sh --clean >/dev/null' EXIT
-scripts/compile.sh
-HINDSIGHT_BATCH_EXPECT_BUILD=mypyc .venv/bin/python -m pytest -q "$@"
+if ! wait "$wheel_pid"; then
+    cat "$work/wheel.out" >&2
+    exit 1
+fi
+cat "$work/wheel.out"
+scripts/compile.sh --from "$work"/wheel/*.whl
+HINDSIGHT_BATCH_EXPECT_BUILD=mypyc .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"
