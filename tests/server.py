@@ -75,13 +75,15 @@ class Starting:
             self._server = Server(json.loads((self.state / "start.out").read_text())["url"], self.api_key)
         return self._server
 
-    def stop(self) -> None:
+    def stopping(self) -> subprocess.Popen[bytes]:
+        """``scripts/hindsight-server stop`` begun (a few seconds: the server's shutdown, the database dropped)."""
         if self.process.poll() is None:  # still starting (the session ended first): let it finish, then stop
             try:
                 self.process.wait(START_TIMEOUT)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        _stop(self.state)
+        return subprocess.Popen([sys.executable, str(SCRIPT), "stop", "--state", str(self.state)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
 
 
 def _start(state: Path, api_key: str | None) -> Server:
@@ -108,8 +110,8 @@ def _servers_starting(request: pytest.FixtureRequest,
                 _begin(starting, name, tmp_path_factory)
         yield starting
     finally:
-        for each in starting.values():
-            each.stop()
+        for stopping in [each.stopping() for each in starting.values()]:  # side by side: the session's last wait
+            stopping.wait(120)
 
 
 def _begin(starting: dict[str, Starting], name: str, tmp_path_factory: pytest.TempPathFactory) -> Starting:
