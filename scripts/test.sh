@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: sets up .venv (idempotent), then runs ruff, mypy and the whole pytest suite twice:
-# on the pure-Python package, then with the hot modules compiled by mypyc (scripts/compile.sh), as a compiled
-# install (HINDSIGHT_BATCH_COMPILE=1) runs them. Compiled code checks types at run time: the second pass proves
+# on the pure-Python package, then with the hot modules compiled by mypyc (those of the wheel `pip install .`
+# builds, put in place by scripts/compile.sh --from), as a compiled install runs them. Compiled code checks types at run time: the second pass proves
 # that every test's input gets through it the same way. What the tests need beyond .venv (the real server, pi,
 # Debian's chromium) is installed first, when missing.
 set -euo pipefail
@@ -14,7 +14,7 @@ fi
 # Editable, so pure Python (an edit takes effect at once; docs/build.md); =0 keeps it so whatever the shell exports.
 HINDSIGHT_BATCH_COMPILE=0 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' 2>&1 \
     | grep -v '^WARNING: Location' || true
-.venv/bin/python -c 'import hindsight_batch, duckdb, ijson, pytest, playwright' >/dev/null
+.venv/bin/python -c 'import hindsight_batch, duckdb, ijson, pytest, playwright, xdist' >/dev/null
 # Everything else the tests use is installed here, before pytest starts, so no download runs under a test's timeout
 # (pytest-timeout's 300 s): each step says what it fetches and how big when it has to, and is instant once done.
 echo "== test dependencies (each installed once per machine)"
