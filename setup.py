@@ -177,4 +177,5 @@ def _record_sources(package: Path) -> None:
 # A stand-in, replaced by mypyc's extensions when build_ext runs: with none, setuptools would skip build_ext.
 _PENDING = [] if MODE == "0" else [Extension(f"{PACKAGE}._compiled__mypyc", sources=[])]
 
-setup(ext_modules=_PENDING, cmdclass={"build_py": BuildPy, "build_ext": BuildExt})
+if __name__ == "__main__":  # as pip's backend and `python setup.py` run it; scripts/compile.sh --from imports it
+    setup(ext_modules=_PENDING, cmdclass={"build_py": BuildPy, "build_ext": BuildExt})

@@ -77,16 +77,27 @@ def private_umask() -> Iterator[None]:
 def signals_deferred() -> Iterator[None]:
     """While it lasts, SIGINT and SIGTERM wait (they are delivered as it ends): between making a temporary file
     and renaming it into place, an interrupt would leave the temporary file behind. Only in the main thread, where
-    Python runs its signal handlers; elsewhere it does nothing."""
+    Python runs its signal handlers; elsewhere it does nothing.
+
+    The handlers are swapped for one that notes the signal, rather than the signals blocked: a blocked mask is the
+    main thread's own, and the kernel hands a signal sent to the process to any thread that does not block it (a
+    progress bar's monitor, a library's I/O thread), whose arrival Python then handles in the main thread at once.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    deferred = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    held: list[int] = []
+    previous: dict[int, Any] = {}
+    for deferred in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(deferred) is not None:  # None: installed outside Python, which could not be put back
+            previous[deferred] = signal.signal(deferred, lambda number, _frame: held.append(number))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(held):  # each once, in the order they came, to the handlers put back
+            signal.raise_signal(number)
 
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

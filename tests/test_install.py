@@ -5,9 +5,11 @@ samples/ the same way. ``HINDSIGHT_BATCH_COMPILE=0`` installs pure without a not
 
 Each install is a minute or less (mypyc's type check and the C compiler take most of it), so these run once: in
 the pure pass of scripts/test.sh, not again in the compiled one (they build their own environments; what this
-process runs does not matter to them). The new environments borrow this one's run-time dependencies (a ``.pth``
-file, ``--no-deps``) to spare installing them; the build itself gets nothing from here: pip's isolated build
-environment drops every site folder of the interpreter, ``.pth`` paths included.
+process runs does not matter to them). The compiled install is ``pip install .`` in its two steps: the wheel
+scripts/test.sh builds once with ``pip wheel`` (tests/built_wheel.py; the compiled pass runs the same build),
+then its install; run alone, this file builds that wheel itself. The new environments borrow this one's run-time
+dependencies (a ``.pth`` file, ``--no-deps``) to spare installing them; the build itself gets nothing from here:
+pip's isolated build environment drops every site folder of the interpreter, ``.pth`` paths included.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, SAMPLES
+from tests import built_wheel
+from tests.built_wheel import INSTALL_TIMEOUT, Built, project_copy, user_env
+from tests.conftest import SAMPLES
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("HINDSIGHT_BATCH_EXPECT_BUILD") == "mypyc",
@@ -31,29 +35,9 @@ pytestmark = [
     pytest.mark.timeout(1800),  # one install per module fixture; bounded again by each subprocess's timeout
 ]
 
-INSTALL_TIMEOUT = 900  # seconds: a compiled build is about a minute on an idle 2-core machine
-# What a source install needs: the build files, the package, and the README (the package's long description).
-PROJECT_FILES = ("pyproject.toml", "setup.py", "README.md", "build_backend", "hindsight_batch")
 NOTE = "hindsight-batch: note: the pure-Python build runs"
-
-
-def _project_copy(dest: Path) -> Path:
-    """The project as a fresh checkout has it: no build folder, no compiled modules from scripts/compile.sh."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd", "_compiled_sources.json", "_build.json")
-    dest.mkdir()
-    for name in PROJECT_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=ignore)
-        else:
-            shutil.copy2(source, dest / name)
-    return dest
-
-
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HINDSIGHT", "PI_CODING_AGENT"))}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), **extra)
-    return env
+# Set by scripts/test.sh: the folder its one wheel build (tests/built_wheel.py) writes to, read before any test runs.
+SHARED_WHEEL = os.environ.get("HINDSIGHT_BATCH_TEST_WHEEL")
 
 
 class Installed:
@@ -67,10 +51,11 @@ class Installed:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(self.root / "venv" / "bin" / "hindsight-batch"), *args], capture_output=True,
-                              text=True, timeout=300, env=_env(self.home), cwd=self.root)
+                              text=True, timeout=300, env=user_env(self.home), cwd=self.root)
 
 
-def _install(root: Path, stale_build: bool = False, **env: str) -> Installed:
+def _venv(root: Path) -> Path:
+    """A new virtual environment in ``root``, borrowing this one's run-time dependencies."""
     root.mkdir(exist_ok=True)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -78,19 +63,37 @@ def _install(root: Path, stale_build: bool = False, **env: str) -> Installed:
     site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", probe],
                                capture_output=True, text=True, check=True, timeout=60).stdout.strip())
     (site / "borrowed-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    source = _project_copy(root / "src")
+    return venv
+
+
+def _pip_install(root: Path, venv: Path, target: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    home = root / "home"
+    home.mkdir()
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
+         "--disable-pip-version-check", "-v", str(target)],
+        capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=user_env(home, **env), cwd=root)
+
+
+def _install(root: Path, stale_build: bool = False, **env: str) -> Installed:
+    venv = _venv(root)
+    source = project_copy(root / "src")
     if stale_build:  # what an earlier compiled install leaves in the checkout's build/ (pip builds in the tree)
         for lib in ("lib", f"lib.{sysconfig.get_platform()}-{sys.implementation.cache_tag}"):
             package = source / "build" / lib / "hindsight_batch"
             package.mkdir(parents=True)
             (package / f"_compiled__mypyc{sysconfig.get_config_var('EXT_SUFFIX')}").write_bytes(b"stale")
-    home = root / "home"
-    home.mkdir()
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
-         "--disable-pip-version-check", "-v", str(source)],
-        capture_output=True, text=True, timeout=INSTALL_TIMEOUT, env=_env(home, **env), cwd=root)
-    return Installed(root, install)
+    return Installed(root, _pip_install(root, venv, source, **env))
+
+
+def _install_built(root: Path, built: Built) -> Installed:
+    """``pip install .`` in two steps: the wheel ``built`` (the build's output is the install's), then its install."""
+    venv = _venv(root)
+    if built.wheel is None:
+        return Installed(root, subprocess.CompletedProcess([], built.returncode or 1, built.log, ""))
+    done = _pip_install(root, venv, built.wheel)
+    return Installed(root, subprocess.CompletedProcess(done.args, done.returncode, built.log + done.stdout,
+                                                       done.stderr))
 
 
 def _has_c_compiler() -> bool:
@@ -104,7 +107,10 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     if not _has_c_compiler():
         pytest.skip("no C compiler or no Python headers on this machine: the default install is pure here "
                     "(the fallback test covers it)")
-    return _install(tmp_path_factory.mktemp("compiled"))
+    root = tmp_path_factory.mktemp("compiled")
+    # The wheel scripts/test.sh builds once, which its compiled pass also runs; else one built here.
+    built = built_wheel.wait_for(Path(SHARED_WHEEL)) if SHARED_WHEEL else built_wheel.build(root / "wheel")
+    return _install_built(root, built)
 
 
 @pytest.fixture(scope="module")

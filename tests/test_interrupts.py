@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -216,12 +217,18 @@ def test_a_flush_stopped_by_sigterm_exits_143_releases_the_lock_and_loses_no_job
     assert len(sent) + len(left) in (30, 31)  # at most the one in flight is in both (S5: never in neither)
 
 
-def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block() -> None:
+@pytest.mark.parametrize("other_thread", [False, True], ids=["alone", "beside-another-thread"])
+def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block(other_thread: bool) -> None:
     """What keeps a SIGTERM from landing between making a temporary file and renaming it (queue rewrites, the
-    manifest): the signal is delivered, but only once the block is over."""
+    manifest): the signal is delivered, but only once the block is over. Also while another thread runs (a
+    progress bar's monitor): the kernel may hand a signal sent to the process to that thread instead."""
     from hindsight_batch.fsutil import signals_deferred
 
     seen: list[str] = []
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait, args=(30,), daemon=True)
+    if other_thread:
+        waiter.start()
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
     try:
         with signals_deferred():
@@ -231,6 +238,7 @@ def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block() -> No
         assert seen == ["block over", "handled"]
     finally:
         signal.signal(signal.SIGTERM, previous)
+        stop.set()
 
 
 QUERY_DRIVER = r"""

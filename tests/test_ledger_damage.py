@@ -5,6 +5,7 @@ read again, which records its rows anew; it never makes the file fail on every r
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,14 @@ _TEXT_COLUMNS = ("decision", "observation_scopes", "annotations")
 _NULLABLE = tuple(name for name in manifest_table.NAMES if name not in ("run_id", "source_file"))
 
 
+@pytest.fixture(scope="module")
+def first_import() -> dict[str, Any]:
+    """The sessions and the state of their first import, made by the first example (inside its private HOME):
+    each example damages a copy of that state, the same ledger a first import of its own would make (the
+    sessions are only read)."""
+    return {}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=st.one_of(
     st.tuples(st.sampled_from(_TEXT_COLUMNS), st.one_of(
@@ -77,20 +86,26 @@ _NULLABLE = tuple(name for name in manifest_table.NAMES if name not in ("run_id"
     st.tuples(st.sampled_from(_NULLABLE), st.none()),
 ))
 def test_any_damage_to_a_row_leaves_the_re_run_whole(
-    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, damage: tuple[str, str | None]
+    runner: CliRunner, tmp_path_factory: pytest.TempPathFactory, first_import: dict[str, Any],
+    damage: tuple[str, str | None]
 ) -> None:
     """Whatever one column of a source's rows was set to by hand, the re-run exits 0, fails no file, and writes a
     manifest with every source's rows."""
+    if not first_import:
+        base = tmp_path_factory.mktemp("imported")
+        first_import["paths"] = _sessions(base / "sessions")
+        _import(runner, base / "state", base / "sessions", base / "a.jsonl")
+        first_import["state"] = base / "state"
+    paths: list[Path] = first_import["paths"]
     tmp_path = tmp_path_factory.mktemp("damage")
-    paths = _sessions(tmp_path / "sessions")
     state = tmp_path / "state"
-    _import(runner, state, tmp_path / "sessions", tmp_path / "a.jsonl")
+    shutil.copytree(first_import["state"], state)
     column, value = damage
     if value is None:
         _damage(state, paths[0], f"{column} = NULL")
     else:
         _damage(state, paths[0], f"{column} = ?", value)
-    summary = _import(runner, state, tmp_path / "sessions", tmp_path / "b.jsonl")
+    summary = _import(runner, state, paths[0].parent, tmp_path / "b.jsonl")
     assert summary["failed_files"] == []
     rows = read_manifest(tmp_path / "b.jsonl")
     assert {r["source_file"] for r in rows} == {p.resolve().as_posix() for p in paths}

@@ -2,9 +2,9 @@
 from its active branch is what pi sees; every file ``prune-recall-messages --confirm`` writes loads in pi as the
 original minus the recall messages, and pi can append to it and load it again.
 
-pi is installed once per machine with npm, pinned (``PI_VERSION``), into ``~/.cache/hindsight-batch/pi/<version>``
-(``$HINDSIGHT_BATCH_PI_HOME`` overrides the folder; a lock keeps concurrent test runs apart). If the install fails
-these tests fail: they are not skipped.
+pi is installed once per machine with npm, pinned, into ``~/.cache/hindsight-batch/pi/<version>`` by
+tests/pi/install.py, which scripts/test.sh runs before pytest starts. If the install fails these tests fail: they
+are not skipped.
 
 The deliberate differences, documented in the README, are applied before comparing: S1 (memory blocks dropped
 or excised), redaction and the text cut at ``import.maxBlockChars`` to pi's side; glued lines (pi drops the whole
@@ -14,9 +14,7 @@ line, we recover its objects) are blanked in the copy we import. Only user and a
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,44 +27,20 @@ from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.memory_filter import excise_memory, starts_with_memory
 from hindsight_batch.session.reader import read_session
 from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest
+from tests.pi.install import PiInstallError, install_pi
 
-PI_VERSION = "0.73.1"
-PI_HOME = Path(os.environ.get("HINDSIGHT_BATCH_PI_HOME") or Path.home() / ".cache" / "hindsight-batch" / "pi")
-REAL_HOME = Path.home()  # read at import, before the tests' private HOME
 VIEW = Path(__file__).resolve().parent / "pi" / "session_view.mjs"
 MAX_CHARS = 32768
 SESSIONS = sorted([*SAMPLES.rglob("*.jsonl"), *REAL_SAMPLES.glob("*.jsonl")])
 RECALL_SAMPLES = [p for p in SESSIONS if b"hindsight-recall" in p.read_bytes()]
 
 
-def install_pi() -> Path:
-    """The pinned pi package, installed once (under a lock) into the cache folder."""
-    root = PI_HOME / PI_VERSION
-    PI_HOME.mkdir(parents=True, exist_ok=True)
-    with (PI_HOME / f"{PI_VERSION}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second test run waits here for the first one's install
-        if (root / "installed.json").exists():
-            return root
-        partial = PI_HOME / f"{PI_VERSION}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir()
-        done = subprocess.run(
-            ["npm", "install", "--prefix", str(partial), "--no-audit", "--no-fund", "--loglevel=error",
-             f"@mariozechner/pi-coding-agent@{PI_VERSION}"],
-            capture_output=True, text=True, timeout=900, env={**os.environ, "HOME": str(REAL_HOME)},
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm could not install pi {PI_VERSION}: {done.stderr[-2000:]}")
-        (partial / "installed.json").write_text(json.dumps({"package": "@mariozechner/pi-coding-agent",
-                                                             "version": PI_VERSION}))
-        shutil.rmtree(root, ignore_errors=True)
-        partial.rename(root)
-        return root
-
-
 @pytest.fixture(scope="session")
 def pi() -> Path:
-    return install_pi()
+    try:
+        return install_pi()  # scripts/test.sh installed it before pytest started: instant
+    except PiInstallError as error:
+        pytest.fail(str(error))
 
 
 def pi_view(pi: Path, path: Path, command: str = "view") -> dict[str, Any]:

@@ -21,7 +21,7 @@ from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.ledger import Ledger
 from tests.adversarial import adversarial_inputs, near_misses
 from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
-from tests.fixtures.secrets.generate import SERVICE_TOKENS, negatives, samples, survives
+from tests.fixtures.secrets.generate import SERVICE_TOKENS, negatives, samples, survives, surviving
 
 CASES = [
     ("private-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----",
@@ -444,7 +444,7 @@ def _seeded_session(tmp_path: Path) -> tuple[Path, list[str]]:
 
 
 def _leaks(secrets: list[str], text: str) -> list[str]:
-    return [secret[:6] + "…" for secret in secrets if survives(secret, text)]
+    return [secret[:6] + "…" for secret in surviving(secrets, text)]
 
 
 def test_no_seeded_value_survives_in_the_manifest_the_ledger_or_the_output(runner: CliRunner, tmp_path: Path) -> None:
