@@ -59,12 +59,14 @@ _SHAPE_GAP = (
     rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\?[\"'`])?(?:[br]\\?\")?"
 )
 _SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
-_SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
+# (Twenty characters first: the same language as "a digit somewhere, or twenty characters", tried in at most twenty
+# steps, where a lazy run up to a digit first would scan to the end of a long run from every keyword in it.)
+_SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9])")
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
-# The rest of the JSON string, then `":` (an object key). Unrolled ([^"\\]*+ runs at charset speed), not
-# (?:[^"\\]|\\.)*+, which steps one character per alternation: same language, a quarter of the time.
-_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
-                        + rb')[^"\\]*+(?:\\.[^"\\]*+)*+":')  # (the whole-part names anywhere: a superset)
+# A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
+# (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
+_SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
+                             + rb")")  # (the whole-part names anywhere: a superset)
 
 
 def marker(rule_id: str) -> str:
@@ -211,12 +213,13 @@ class Redactor:
         for lit in hints:
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
+            string_end = _StringEnd(lowered)
             pos = lowered.find(needle)
             while pos != -1:
                 if whole_part and not _whole_part_at(data, pos, lit):
                     pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
                 elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
-                        or _SHAPE_KEY.match(lowered, pos)):
+                        or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
                     return True
                 pos = lowered.find(needle, pos + 1)
         return False
@@ -441,6 +444,34 @@ def _whole_part_at(data: bytes, pos: int, lit: str) -> bool:
         if not data[end : end + 1].islower():
             return True
     return False
+
+
+class _StringEnd:
+    """Where the JSON string holding a position ends (its closing quote), for positions asked in increasing order:
+    each quote of the text is looked at once however many positions one string holds, so the work is linear."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._end = -1  # the closing quote found last: the answer for every position up to it
+
+    def __call__(self, pos: int) -> int:
+        if pos <= self._end:
+            return self._end
+        data = self._data
+        quote = data.find(b'"', pos)
+        while quote != -1 and _escaped(data, quote):
+            quote = data.find(b'"', quote + 1)
+        self._end = len(data) if quote == -1 else quote
+        return self._end
+
+
+def _escaped(data: bytes, quote: int) -> bool:
+    """Whether the quote at ``quote`` is escaped: an odd run of backslashes before it (each run stands before one
+    character, so it is counted once)."""
+    start = quote
+    while start > 0 and data[start - 1] == 0x5C:
+        start -= 1
+    return (quote - start) % 2 == 1
 
 
 def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[Any]) -> list[set[Any]]:
