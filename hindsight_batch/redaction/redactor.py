@@ -55,10 +55,12 @@ _AWS_PAIR_DISTANCE = 300
 # whatever follows (a string under a secret-sounding key is judged whole).
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
 _SHAPE_GAP = (
-    rb"[a-z0-9_.\-]{0,32}(?:\\?[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
-    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\?[\"'`])?(?:[br]\\?\")?"
+    rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
+    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
-_SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
+# What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote
+# of the text is escaped (a quoted value may hold quotes of another kind), a blank of it is one or \n, \r, \t.
+_SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
 # (Twenty characters first: the same language as "a digit somewhere, or twenty characters", tried in at most twenty
 # steps, where a lazy run up to a digit first would scan to the end of a long run from every keyword in it.)
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9])")

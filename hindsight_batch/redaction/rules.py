@@ -201,7 +201,11 @@ _NOT_SECRET_SUFFIXES = (
     "cmd", "method", "scheme", "label", "hint", "prompt", "regex", "pattern", "strategy", "kind", "ref", "index",
     "timeout", "location", "manager", "service", "client", "count", "max", "min", "enabled", "required", "reset",
     "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn", "stdin",
+    # a digest of the secret, or a file that holds it encrypted or named: token_sha256, credentials.yml.enc
+    "sha1", "sha256", "sha512", "md5", "digest", "checksum", "fingerprint", "enc", "yml", "yaml", "json", "txt",
 )
+# A name made of these before the secret's word is about something else: a page token is a cursor.
+_NOT_SECRET_PREFIXES = ("page", "pagination", "continuation", "cursor", "sync", "resume", "nextpage", "next_page")
 
 
 _HEX = re.compile(r"[0-9a-fA-F]{7,128}")
@@ -268,16 +272,49 @@ def _keyword_value(match: re.Match[str]) -> bool:
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    name = _name_before(match.string, match.start()) + keyword + rest
-    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=match.group(3) is None,
+    before = _name_before(match.string, match.start())
+    if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
+        return False  # next_page_token: a cursor
+    prose = match.group(3) is None
+    if prose and not _given(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
+        return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
+    if _SEALED.search(match.string, max(0, match.start() - 2000), match.start()):
+        return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
+    name = before + keyword + rest
+    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
                         uuid=_UUID_NAME.search(name) is not None)
 
 
+# An identifier, a hash or an id: hex, a UUID, lowercase letters and digits (with - or _), a path. After a bare
+# word in prose it is a name the sentence talks about, unless the words say a value is given (:func:`_given`).
+_IDENTIFIER = re.compile(r"[0-9a-f\-]{7,128}+|[a-z0-9_\-]{1,128}+|[A-Z0-9_\-]{1,128}+|[\w.\-]{0,128}+/[\w./\-]{0,256}+")
+_SEALED = re.compile(r"encryptedData:")
+
+
+def _given(match: re.Match[str]) -> bool:
+    """Whether the words around a secret's name say its value is given: a copula ("the token is v"), a quote
+    around it, or a giving phrase before the name ("here is the api key v", "use my token v")."""
+    if match.group(4) is not None or _COPULA.search(match.string, match.end(2), match.start(5)) is not None:
+        return True
+    return _GIVING.search(match.string, max(0, match.start() - 48), match.start()) is not None
+
+
+# Words before a secret's name that give its value: "here is the heroku api key v", "use my token v", "the new one".
+_GIVING = re.compile(r"(?<![\w-])(?:here(?:'s|\s+is|\s+are)|use|using|my|our|new|paste[ds]?|rotated|set)\s+"
+                     r"(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
+
+
 _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
-# A quoted value runs to its closing quote, whatever punctuation it holds (a chosen password: "Blue&Blue8204").
-# An unquoted one stops at separators; "&" and ":" are part of it unless a "name=" or "name:" follows them, so a
-# value never runs into the next "key=value" of a query string (and "=" only as padding at the end).
-_VALUE = (r"((?(4)[^\s\"'`]{4,1024}+|(?:[^\s\"',;{}\[\]()<>`=:&]|[:&](?![\w.\-]{1,64}+[=:])){4,1024}+)"
+# A quoted value runs to its closing quote (the same quote, escaped or not: text that is itself a JSON string holds
+# \"value\"), whatever else it holds: other quotes, "&", "#", "(" (a chosen password: "Blue&Blue8204", Django's
+# ")nk&…"). An unquoted one runs to a blank or a separator; "&", ":" and "=" are part of it unless a "name=" or
+# "name:" follows them (the next "key=value" of a query string), a bracket unless it is the last character (a
+# call's closing parenthesis), a backslash unless it starts an escape of JSON text (\n, \"). After a bare word
+# (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;)\]}])"
+             r"|\\(?![nrt\\\"'`]))")
+_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:]))"
+_VALUE = (rf"((?(4)(?:(?!\\*+\4)\S){{4,256}}+|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
@@ -623,9 +660,9 @@ RULES: tuple[Rule, ...] = (
         "secret-assignment",
         (*_KEYWORD_LITERALS, "api key", "access key", "private key"),
         _c(
-            rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)[\"'`]?"
+            rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
-            r"(?:([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,

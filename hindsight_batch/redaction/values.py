@@ -22,7 +22,7 @@ _PLACEHOLDER_WORDS = frozenset(
         "pass", "empty", "missing", "unknown", "todo", "tbd", "foo", "bar", "baz", "letmein", "hunter2",
     }
 )
-_PLACEHOLDER_PARTS = ("xxxx", "****", "....", "…", "your", "placeholder", "changeme", "change_me", "change-me",
+_PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
                       "example", "redacted", "<", ">", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
 # A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
 _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
@@ -33,6 +33,7 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
                        "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic")
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+_CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -134,8 +135,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
     if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
         return False
-    if _ENV_NAME.fullmatch(value):
-        return False  # "KIMCHI_API_KEY": a name even inside quotes
+    if _ENV_NAME.fullmatch(value) or _CALL.match(value):
+        return False  # "KIMCHI_API_KEY": a name even inside quotes; Math.floor(0.8: a call
     entropy = shannon_entropy(value)
     classes = character_classes(value)
     if prose:
