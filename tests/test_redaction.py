@@ -112,7 +112,7 @@ def test_hints_for_a_batch_are_the_hints_of_each_text() -> None:
     literals = {lit for group in redactor._gates.values() for lit in group}
     assert batch == [frozenset(lit for lit in literals if lit in t) for t in texts]  # every literal, searched plainly
     assert batch[-10] == frozenset() and batch[-8] == frozenset({"token", "token="})
-    assert batch[-5] == frozenset({"pass", "pw", "pwd", "password", "private-key"})
+    assert batch[-5] == frozenset({"pass", "pw", "pwd", "password", "private-key", "-key"})
     assert batch[-3] == frozenset({"akia", "auth", "authorization"})
     assert all(batch[i] for i in range(len(CASES)))
 
@@ -310,7 +310,8 @@ def test_precision_on_the_negatives_from_real_sessions_and_code() -> None:
         "the auth flow v2abc3 works",
         "bypass=Qz7Lm2Xp9Vk4",
         "author: Qz7Lm2Xp9Vk4",
-        "DESIGN_KEY=Qz7Lm2Xp9Vk4RtYh5N",
+        "DESIGN_KEY=path/to/design.json",  # (a random value under any *_KEY is a key: DD_APP_KEY, issue 37)
+        "PUBLIC_KEY=Qz7Lm2Xp9Vk4RtYh5N",
         "hotkey=Qz7Lm2Xp9Vk4RtYh5N",
         "sort_key=Qz7Lm2Xp9Vk4RtYh5N",
         '{"ClientToken": "123e4567-e89b-12d3-a456-426614174000"}',

@@ -55,7 +55,9 @@ _AWS_PAIR_DISTANCE = 300
 # whatever follows (a string under a secret-sounding key is judged whole).
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
 _SHAPE_GAP = (
-    rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
+    rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
+    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"  # a name/value pair (rules._VALUE_FIELD)
+    rb"(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
 # What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote

@@ -179,16 +179,25 @@ def _docker_auth(match: re.Match[str]) -> bool:
 
 
 # Keywords whose value is a secret: the keyword rules' alternation and literals (lowercase).
+# The last part of a name that makes any name a secret's when a value is assigned to it: DD_APP_KEY=v,
+# heroku.api.key=v, AZURE_DEVOPS_PAT=v, PresharedKey = v (a key or a personal access token of any service).
+_SUFFIX_NAMES = r"[_.\-](?:key|pat)|presharedkey"
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-    rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}"
+    rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}|{_SUFFIX_NAMES}"
 )
 _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
     "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
-    *_KEY_PURPOSE_LITERALS,
+    *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "presharedkey",
 )
+# Names ending in _KEY that hold no secret: a database's or a map's key, a public or a site key, a key's id.
+_NOT_SECRET_KEY_NAMES = re.compile(
+    r"(?:public|publishable|pub|site|primary|foreign|sort|partition|cache|idempotency|object|row|range|hash|map"
+    r"|lookup|group|routing|shard|cursor|index|unique|composite|translation|i18n|locale|hot|short|react|list|item"
+    r"|column|field|attribute|prop|state|bucket|file|path|s3|blob|image|asset|gpg|pgp|kms|ssh|dedup|dedupe|join"
+    r"|search|query|sign_in|signin|license_file|music|piano|api_key|access_key|secret)[_.\-]?$", re.I)
 _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
 _UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
@@ -262,7 +271,13 @@ def _keyword_value(match: re.Match[str]) -> bool:
     # secret_value's own first test, done before anything else: dense keywords ("token=token=…") stop here.
     if len(value.strip("\"'`").rstrip("=")) < (6 if keyword[0] in "pP" else 8):
         return False
-    if _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
+    if keyword[0] in "_.-" or keyword[0] in "pP" and keyword[1] in "rR":
+        # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
+        if match.group(3) is None or not match.string[match.start() - 1 : match.start()].isalnum():
+            return False
+        if _NOT_SECRET_KEY_NAMES.search(_name_before(match.string, match.start())) or match.group(2):
+            return False
+    elif _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
         return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
     rest = match.group(2)
     if _about_a_secret(rest):
@@ -276,7 +291,9 @@ def _keyword_value(match: re.Match[str]) -> bool:
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
     prose = match.group(3) is None
-    if prose and not _given(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
+    if prose and _ENV_NAME.fullmatch(before + keyword + rest):
+        prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
+    elif prose and not _given(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
     if _SEALED.search(match.string, max(0, match.start() - 2000), match.start()):
         return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
@@ -289,6 +306,7 @@ def _keyword_value(match: re.Match[str]) -> bool:
 # word in prose it is a name the sentence talks about, unless the words say a value is given (:func:`_given`).
 _IDENTIFIER = re.compile(r"[0-9a-f\-]{7,128}+|[a-z0-9_\-]{1,128}+|[A-Z0-9_\-]{1,128}+|[\w.\-]{0,128}+/[\w./\-]{0,256}+")
 _SEALED = re.compile(r"encryptedData:")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 
 
 def _given(match: re.Match[str]) -> bool:
@@ -311,6 +329,10 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
 # "name:" follows them (the next "key=value" of a query string), a bracket unless it is the last character (a
 # call's closing parenthesis), a backslash unless it starts an escape of JSON text (\n, \"). After a bare word
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
+# A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
+# docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|\r?\n)[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+                r"(?=[ \t]*+[:=]))?")
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:]))"
@@ -661,7 +683,8 @@ RULES: tuple[Rule, ...] = (
         (*_KEYWORD_LITERALS, "api key", "access key", "private key"),
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
-            r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
+            + _VALUE_FIELD
+            + r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
             r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
