@@ -7,6 +7,8 @@ secret can be recognised across runs without its value, or a guessable hash of i
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import functools
 import hashlib
@@ -22,13 +24,14 @@ from typing import Any, AnyStr
 from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.rules import (
     _KEYWORDS,
+    _SUFFIX_NAMES,
     _WHOLE_PART_NAMES,
     RULES,
     SECRET_KEY_NAME,
     Rule,
     looks_secret,
     private_url_rule,
-    secret_key_name,
+    secret_name,
 )
 from hindsight_batch.redaction.values import shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
@@ -37,6 +40,14 @@ _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
 _PEM_LABEL = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40}+)-----")
 _MAX_FINGERPRINTS = 50
+# Base64 values under a name, as a Kubernetes Secret keeps them (data:, .dockerconfigjson), are decoded and the
+# decoded text is searched with every rule: a password in the DATABASE_URL that "cG9zdGdyZXM6Ly9…" encodes. Tried in
+# texts that hold a Secret's marks (its type, its kind, a registry config); a value decodes once (and what it
+# decodes to once more, for a registry config's auth): linear.
+_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson")
+_BASE64_FIELD = re.compile(r"(?<![\w.\-])([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+:[ \t]*+(?:\\{0,8}+[\"'])?"
+                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
+_MAX_DEPTH = 2
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
 _AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
@@ -70,7 +81,7 @@ _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}"
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
 # (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
 _SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
-                             + rb")")  # (the whole-part names anywhere: a superset)
+                             + rb"|" + _SUFFIX_NAMES.encode() + rb")")  # (the whole-part names anywhere: a superset)
 
 
 def marker(rule_id: str) -> str:
@@ -186,7 +197,7 @@ class Redactor:
                 self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         # The keyword rule's words ("token", "secret", "pass") are in most records of some sessions: their gates are
         # grouped apart, so that such a record is not also searched for every other literal of a group.
-        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
+        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower(), *_BASE64_LITERALS})
         keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
         keyword_only = {lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,)}
         apart = {gate: lits for gate, lits in gates.items() if not keyword_only.isdisjoint(lits)}
@@ -275,9 +286,9 @@ class Redactor:
         digest = hmac.new(self._key, value.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
         return f"{rule_id}:{digest[:10]}"
 
-    def redact_text(self, text: str, findings: Findings, hints: frozenset[str] | None = None) -> str:
+    def redact_text(self, text: str, findings: Findings, hints: frozenset[str] | None = None, depth: int = 0) -> str:
         """``text`` with every secret replaced. ``hints`` (from :meth:`hints` over a larger text holding this one)
-        limits which literals are looked for."""
+        limits which literals are looked for; ``depth`` counts the base64 decodings that led to ``text``."""
         if len(text) < 8:
             return text
         lowered = lower(text)
@@ -286,6 +297,9 @@ class Redactor:
             return text  # the common case: no rule's literal anywhere in the text
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
+            lowered = lower(text)
+        if depth < _MAX_DEPTH and not present.isdisjoint(_BASE64_LITERALS):
+            text = self._redact_base64_fields(text, findings, depth)
             lowered = lower(text)
         for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
             rule = self._rules[index]
@@ -352,6 +366,30 @@ class Redactor:
             out.append(text[last : match.start()])
             out.append(marker("aws-secret-key"))
             last = match.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_base64_fields(self, text: str, findings: Findings, depth: int) -> str:
+        """Base64 values under a name (a Kubernetes Secret's data): each is decoded, and replaced when the decoded
+        text holds a secret (searched with every rule) or is one under its name (``GH_PAT: Z2hwX…``)."""
+        out: list[str] = []
+        last = 0
+        for match in _BASE64_FIELD.finditer(text):
+            name, value = match.group(1), match.group(2)
+            try:
+                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue  # not base64, or binary
+            inner = Findings()
+            if self.redact_text(decoded, inner, depth=depth + 1) == decoded and not (
+                    secret_name(name) and looks_secret(decoded.strip(), name)):
+                continue
+            self._found(findings, "base64-secret", value)
+            out.append(text[last : match.start(2)])
+            out.append(marker("base64-secret"))
+            last = match.end(2)
         if not out:
             return text
         out.append(text[last:])
@@ -501,4 +539,4 @@ def _first(text: AnyStr, gate: Any, start: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_key(key: object) -> bool:
-    return secret_key_name(str(key))
+    return secret_name(str(key))

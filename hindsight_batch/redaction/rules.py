@@ -96,6 +96,19 @@ _CAMEL_KEY_NAME = re.compile(
 )
 
 
+def secret_name(name: str) -> bool:
+    """Whether a name (an object key, a variable) is a secret's: by its words (:func:`secret_key_name`) or by its
+    last part (DD_APP_KEY, GH_PAT), unless that names a database's, map's or public key."""
+    if secret_key_name(name):
+        return True
+    last = _LAST_PART.search(name)
+    return last is not None and not _NOT_SECRET_KEY_NAMES.search(name[: last.start()])
+
+
+_LAST_PART = re.compile(r"(?<=[A-Za-z0-9])[_.\-](?:key|KEY|Key|pat|PAT|Pat)$|(?<=[a-z0-9])(?:Key|Pat)$"
+                        r"|(?i:presharedkey)$")  # (not hotkey, monkey)
+
+
 def secret_key_name(key: str) -> bool:
     """Whether an object key names a secret (its string value is then judged whole)."""
     return bool(SECRET_KEY_NAME.search(key) or _PART_KEY_NAME.search(key) or _CAMEL_KEY_NAME.search(key))
@@ -131,7 +144,8 @@ def _c(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _TOKEN = r"A-Za-z0-9_\-"
-_NB = rf"(?<![{_TOKEN}])"  # not preceded by a token character
+# Not preceded by a token character, unless it ends an escape of JSON text ("\nghp_…" in a transcript of a transcript).
+_NB = rf"(?:(?<![{_TOKEN}])|(?<=\\[nrt]))"
 _NA = rf"(?![{_TOKEN}])"  # not followed by one
 
 
@@ -271,7 +285,7 @@ def _keyword_value(match: re.Match[str]) -> bool:
     # secret_value's own first test, done before anything else: dense keywords ("token=token=…") stop here.
     if len(value.strip("\"'`").rstrip("=")) < (6 if keyword[0] in "pP" else 8):
         return False
-    if keyword[0] in "_.-" or keyword[0] in "pP" and keyword[1] in "rR":
+    if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
         if match.group(3) is None or not match.string[match.start() - 1 : match.start()].isalnum():
             return False
@@ -322,7 +336,7 @@ _GIVING = re.compile(r"(?<![\w-])(?:here(?:'s|\s+is|\s+are)|use|using|my|our|new
                      r"(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
 
 
-_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
+_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # A quoted value runs to its closing quote (the same quote, escaped or not: text that is itself a JSON string holds
 # \"value\"), whatever else it holds: other quotes, "&", "#", "(" (a chosen password: "Blue&Blue8204", Django's
 # ")nk&…"). An unquoted one runs to a blank or a separator; "&", ":" and "=" are part of it unless a "name=" or
@@ -483,8 +497,8 @@ RULES: tuple[Rule, ...] = (
         "authorization-header",
         ("authorization", "proxy-authorization"),
         _c(
-            r"(?<![\w-])(?:proxy-)?authorization[\"'`]?\s*+[:=]\s*+[\"'`]?"
-            rf"(?:(?:{_AUTH_SCHEMES})\s++)?([^\s\"'`,;]{{6,4096}}+)",
+            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:proxy-)?authorization(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
+            rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+(?=\s))\s++)?([^\s\"'`,;\\]{{6,4096}}+)",
             re.I,
         ),
         1,

@@ -30,7 +30,8 @@ _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|passw
 _REFERENCE_STARTS = ("$", "%", "{", "[", "(", "&", "@", "!", "#", "*", "\\", "<")
 _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.env", "env.", "self.", "this.",
                        "secrets.", "vars.", "settings.", "config.", "data:", "file:", "sha1:", "sha256:", "sha384:",
-                       "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic")
+                       "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic",
+                       "base64:")  # (base64: is judged by its size: rules.laravel-app-key)
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
