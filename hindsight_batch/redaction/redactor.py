@@ -67,9 +67,11 @@ _AWS_PAIR_DISTANCE = 300
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
-    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"  # a name/value pair (rules._VALUE_FIELD)
+    # a name and its value as two fields (rules._VALUE_FIELD)
+    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
     rb"(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
-    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
+    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8)(?:[ ]|\\t)+)?"
+    rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
 # What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote
 # of the text is escaped (a quoted value may hold quotes of another kind), a blank of it is one or \n, \r, \t.

@@ -305,6 +305,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
     prose = match.group(3) is None
+    if prose and rest.endswith("."):
+        return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
     if prose and _ENV_NAME.fullmatch(before + keyword + rest):
         prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
     elif prose and not _given(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
@@ -354,7 +356,7 @@ _VALUE = (rf"((?(4)(?:(?!\\*+\4)\S){{4,256}}+|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQU
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
-_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|[^\s'"|;&<>]{1,256}+)"""
+_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)"""
 
 
 def _cli(commands: str, flag: str) -> str:
@@ -411,7 +413,9 @@ def _given_password(value: str) -> bool:
 def _stdin_password(match: re.Match[str]) -> bool:
     """A password on standard input (:func:`_given_password`); what chpasswd reads is user:password."""
     value = match.group(match.lastindex or 0)
-    if "chpasswd" in match.group(0):
+    reader = match.string[match.start() : match.start(match.lastindex or 0)] + match.string[
+        match.end(match.lastindex or 0) : match.end()]  # (not the value: "echo chpasswd | docker login …")
+    if "chpasswd" in reader:
         value = value.strip("\"'").partition(":")[2]
     return _given_password(value)
 
@@ -492,6 +496,39 @@ def _xml_secret(match: re.Match[str]) -> bool:
     return not _about_a_secret(name[last.end():]) and looks_secret(value, name)
 
 
+# Words for a password (then for a key, a token, credentials) in other languages, lowercase; a word whose first
+# letter changes case outside ASCII is given without it (ароль: Пароль and пароль).
+_PHRASE_PASSWORD_WORDS = ("mot de passe", "contraseña", "contrasena", "passwort", "kennwort", "wachtwoord", "senha",
+                          "hasło", "haslo", "ароль", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
+                          "lösenord", "losenord", "heslo", "mật khẩu", "kata sandi", "كلمة المرور", "كلمة السر",
+                          "पासवर्ड", "parola", "salasana", "passord", "adgangskode", "lozinka", "jelszó", "app password",
+                          "app-specific password")
+_PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz", "ключ", "キー", "密钥", "llave",
+                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
+_PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
+_PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono|são|is|это|это:"
+                r"|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+|[ \t]*+是[ \t]*+|[ \t]++)")
+# (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
+_PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
+_PHRASE = (
+    r"(?:app(?:-specific)? password)[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})(?![a-z])"
+    r"|(?:" + "|".join(re.escape(w) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
+        r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
+    # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
+    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+)
+
+
+def _phrase_value(match: re.Match[str]) -> bool:
+    """An app password of four groups is one as printed; any other value is judged as a value given in prose."""
+    if match.group(1) is not None:
+        return not is_placeholder(match.group(1))
+    value = match.group(2)
+    word = match.group(0)[:12].lower()
+    password = not word.startswith(tuple(w.strip()[:4] for w in _PHRASE_KEY_WORDS))
+    return secret_value(value, password=password, quoted=False, prose=True)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
@@ -509,7 +546,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "cookie",
         ("cookie", "set-cookie"),
-        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+([^\r\n]{1,4096}+)", re.I),
+        # (to the end of the line, or of a quoted header: -H 'Cookie: …'; "\n" ends it in text that is JSON)
+        # (name=value pairs: "cookie: string" in a type is not a header)
+        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
+           re.I),
         1,
     ),
     Rule(
@@ -610,7 +650,7 @@ RULES: tuple[Rule, ...] = (
         "private-key-base64",
         ("ls0tls1crudjti",),
         _c(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{16,4096}+"
-           r"(?:(?:\r?\n|\\n)[ \t]{0,16}+[A-Za-z0-9+/=]{4,4096}+(?=[\r\n\\\"'\s]|$)){0,4000}+"),
+           r"(?:(?:\r?\n|\\n)[ \t]{0,16}+[A-Za-z0-9+/]{4,4096}+={0,2}+(?=[\r\n\\\"'\s]|$)){0,4000}+"),
         0,
         _base64_private_key,
     ),
@@ -660,6 +700,10 @@ RULES: tuple[Rule, ...] = (
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
          lambda match: not is_placeholder(match.group(1))),
     Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
+    # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
+    # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
+    # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
+    Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
     # A Teams incoming webhook's URL is its credential: whoever holds it posts to the channel.
     Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
          prefilter=("webhook.office.com",)),
@@ -683,7 +727,7 @@ RULES: tuple[Rule, ...] = (
         ),
         _c(
             r"(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
-            r"|password|passwd|auth|sig|signature|code)=([^&\s\"'#<>]{4,4096}+)",
+            r"|password|passwd|auth|sig|signature|code)=([^&\s\"'#<>\\]{4,4096}+)",
             re.I,
         ),
         1,
@@ -698,7 +742,8 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             + _VALUE_FIELD
-            + r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
+            + r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is|changed to|is now"
+            r"|del [a-z\-]{1,20}+ è)[ \t]++)?)"
             r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),

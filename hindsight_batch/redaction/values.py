@@ -34,6 +34,7 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
                        "base64:")  # (base64: is judged by its size: rules.laravel-app-key)
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+_CALL_AT = re.compile(r"(?<![\w$.])[A-Za-z_$][A-Za-z_$.]{0,80}+\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
@@ -67,8 +68,8 @@ def is_code_or_reference(value: str) -> bool:
     """A name, a member access or call, an environment variable's name, a template or environment reference."""
     if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES):
         return True
-    if "(" in value or ")" in value or "://" in value:
-        return True
+    if _CALL_AT.search(value) or "://" in value:
+        return True  # getToken(), os.getenv("X"): a call (not ")nk&x%2(v9": a chosen value's brackets)
     if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
         return True
     # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
