@@ -69,8 +69,9 @@ _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
     rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
-    rb"(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
-    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8)(?:[ ]|\\t)+)?"
+    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|])(?:[ ]|\\t)*)?"
+    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8|for [a-z\-]{1,20}:)"
+    rb"(?:[ ]|\\t)+)?"
     rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
 # What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote

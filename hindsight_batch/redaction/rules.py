@@ -287,7 +287,9 @@ def _keyword_value(match: re.Match[str]) -> bool:
         return False
     if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
-        if match.group(3) is None or not match.string[match.start() - 1 : match.start()].isalnum():
+        assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(
+            _name_before(match.string, match.start()) + keyword)
+        if not assigned or not match.string[match.start() - 1 : match.start()].isalnum():
             return False
         if _NOT_SECRET_KEY_NAMES.search(_name_before(match.string, match.start())) or match.group(2):
             return False
@@ -381,6 +383,15 @@ _CLI_PASSWORD = "|".join((
     _cli(r"keytool|jarsigner", r"-(?:src|dest)?(?:store|key)pass[ \t]++" + _CLI_VALUE),
     _cli(r"lftp", r"-u[ \t]++[^\s,]{1,128}+," + _CLI_VALUE),
     _cli(r"smbclient", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
+    # secrets handed to a CI's or a registry's command line, or to a server's
+    _cli(r"gh[ \t]++(?:secret|variable)[ \t]++set|glab[ \t]++variable[ \t]++(?:set|create)",
+         r"(?:--body|-b)(?:[ \t]*+|=)" + _CLI_VALUE),
+    _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
+    _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
+    _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
+    r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
+    r"send[ \t]++\{([^}\n]{1,256}+)\}",  # expect's send {v} (after a password prompt: _cli_password)
     # htpasswd -b [other flags] FILE USER PASSWORD
     r"htpasswd(?=[^\n|;&]{0,64}?[ \t]-[a-zA-Z]{0,7}b)(?:[ \t]++-[a-zA-Z]{1,8}+){1,4}+"
     r"(?:[ \t]++[^\s\-][^\s]{0,256}+){2}[ \t]++" + _CLI_VALUE,
@@ -393,6 +404,8 @@ _CLI_COMMANDS = (
     "unzip ", "zipcloak", "7z ", "7za ", "7zr ", "rar ", "unrar ", "ssh-keygen", "openssl", "mongo ", "mongosh",
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
+    "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
+    "send {",
 )
 
 
@@ -422,6 +435,8 @@ def _stdin_password(match: re.Match[str]) -> bool:
 
 def _cli_password(match: re.Match[str]) -> bool:
     """A password on a command line (:func:`_given_password`), where the command is one."""
+    if match.string.startswith("send", match.start()):
+        return "assword" in match.string[max(0, match.start() - 160) : match.start()]  # expect's answer to a prompt
     before = match.string[match.start() - 1 : match.start()]
     if before and (before.isalnum() or before in "-_./"):
         return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
@@ -446,7 +461,7 @@ _STDIN_PASSWORD = (
     r"(?<![\w\-./])(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
-    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit)(?![\w\-])"
+    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
     rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
 )
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
@@ -506,13 +521,13 @@ _PHRASE_PASSWORD_WORDS = ("mot de passe", "contraseña", "contrasena", "passwort
 _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz", "ключ", "キー", "密钥", "llave",
                      "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
-_PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono|são|is|это|это:"
-                r"|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+|[ \t]*+是[ \t]*+|[ \t]++)")
+_PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
+                r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+|[ \t]*+是[ \t]*+|[ \t]++)")
 # (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
 _PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
 _PHRASE = (
     r"(?:app(?:-specific)? password)[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})(?![a-z])"
-    r"|(?:" + "|".join(re.escape(w) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
+    r"|(?:" + "|".join(re.escape(w.rstrip()) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
         r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
     # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
     r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
@@ -726,8 +741,8 @@ RULES: tuple[Rule, ...] = (
             "client_secret=", "password=", "passwd=", "auth=", "sig=", "signature=", "code=",
         ),
         _c(
-            r"(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
-            r"|password|passwd|auth|sig|signature|code)=([^&\s\"'#<>\\]{4,4096}+)",
+            r"(?:(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
+            r"|password|passwd|auth|sig|signature|code)|(?<=\()key)=([^&\s\"'#<>\\)]{4,4096}+)",  # (key=v): a log
             re.I,
         ),
         1,
@@ -742,8 +757,8 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             + _VALUE_FIELD
-            + r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is|changed to|is now"
-            r"|del [a-z\-]{1,20}+ è)[ \t]++)?)"
+            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?<=`)[ \t]*+\|)[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is"
+            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
             r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
