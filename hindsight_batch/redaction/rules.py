@@ -522,7 +522,8 @@ _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz"
                      "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
 _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
-                r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+|[ \t]*+是[ \t]*+|[ \t]++)")
+                r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
+                r"|[ \t]*+是[ \t]*+|[ \t]++)")
 # (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
 _PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
 _PHRASE = (
