@@ -306,12 +306,17 @@ def _keyword_value(match: re.Match[str]) -> bool:
     before = _name_before(match.string, match.start())
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
+    name_start = match.start() - len(before)
+    if (match.group(3) or "").strip() == "," and not (_ENV_NAME.fullmatch(before + keyword + rest)
+                                                      and _CALL_ARGUMENT.search(match.string, max(0, name_start - 12),
+                                                                                name_start)):
+        return False  # only a call's name and value: define('AUTH_KEY', 'v'), os.environ.setdefault("X_TOKEN", "v")
     prose = match.group(3) is None
     if prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
     if prose and _ENV_NAME.fullmatch(before + keyword + rest):
         prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
-    elif prose and not _given(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
+    elif prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
     if _SEALED.search(match.string, max(0, match.start() - 2000), match.start()):
         return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
@@ -324,7 +329,16 @@ def _keyword_value(match: re.Match[str]) -> bool:
 # word in prose it is a name the sentence talks about, unless the words say a value is given (:func:`_given`).
 _IDENTIFIER = re.compile(r"[0-9a-f\-]{7,128}+|[a-z0-9_\-]{1,128}+|[A-Z0-9_\-]{1,128}+|[\w.\-]{0,128}+/[\w./\-]{0,256}+")
 _SEALED = re.compile(r"encryptedData:")
+_CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+
+
+def _config_line(match: re.Match[str]) -> bool:
+    """Whether the name starts a line and its value ends it: "  password v" in a .netrc, not a sentence."""
+    text = match.string
+    head = text[max(0, match.start() - 48) : match.start()].rstrip(" \t")
+    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t"))
+    return starts and (match.end() == len(text) or text.startswith(("\n", "\r", "\\n", "\\r"), match.end()))
 
 
 def _given(match: re.Match[str]) -> bool:
@@ -438,6 +452,8 @@ def _cli_password(match: re.Match[str]) -> bool:
     if match.string.startswith("send", match.start()):
         return "assword" in match.string[max(0, match.start() - 160) : match.start()]  # expect's answer to a prompt
     before = match.string[match.start() - 1 : match.start()]
+    if match.string.endswith(("\\n", "\\t", "\\r"), 0, match.start()):
+        before = ""  # after an escape of JSON text: a command at the start of a line
     if before and (before.isalnum() or before in "-_./"):
         return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
     return _given_password(match.group(match.lastindex or 0))
@@ -458,7 +474,8 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
 )) + ")"
 _STDIN_PASSWORD = (
     # echo [-n] VALUE | reader; printf ['%s\n'] VALUE | reader
-    r"(?<![\w\-./])(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
+    r"(?:(?<![\w\-./])|(?<=\\[nrt]))"
+    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
     rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
@@ -527,7 +544,8 @@ _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist
 # (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
 _PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
 _PHRASE = (
-    r"(?:app(?:-specific)? password)[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})(?![a-z])"
+    r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
+    r"(?![a-z])"
     r"|(?:" + "|".join(re.escape(w.rstrip()) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
         r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
     # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
@@ -758,7 +776,9 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             + _VALUE_FIELD
-            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?<=`)[ \t]*+\|)[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is"
+            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name)
+            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            r"|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
             r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,

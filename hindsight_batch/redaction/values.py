@@ -34,6 +34,7 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
                        "base64:")  # (base64: is judged by its size: rules.laravel-app-key)
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+_APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}")
 _CALL_AT = re.compile(r"(?<![\w$.])[A-Za-z_$][A-Za-z_$.]{0,80}+\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
@@ -54,7 +55,10 @@ def shannon_entropy(value: str) -> float:
 
 
 def is_self_describing(value: str) -> bool:
-    return _SELF_DESCRIBING.search(value.lower()) is not None
+    """"test-api-key-123", "my_secret_token"; not a service's token that begins with its kind (Notion's
+    secret_<43 random>): what follows the word is random there."""
+    match = _SELF_DESCRIBING.search(value.lower())
+    return match is not None and not _random_segment(value[match.end() :])
 
 
 def is_placeholder(value: str) -> bool:
@@ -128,8 +132,12 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES) or "://" in value:
-        return False
+    if password and _APP_PASSWORD.fullmatch(value):
+        return True  # Apple's app-specific password, as printed: four groups of four letters
+    chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
+    if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
+            "://" in value):
+        return False  # $TOKEN, {password}, %DB_PASS% (not "$W#YolG!&A)Bj52", "()Uad%nW)8A#GZ8": chosen ones)
     # Dotted names are code, dotted random parts are a token (a Discord bot token, a JWT without its scheme).
     chain = ("." in value and CODE.fullmatch(value) is not None
              and not any(_random_segment(part) for part in value.split(".")))
