@@ -363,12 +363,12 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|\r?\n)[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:]))"
-_VALUE = (rf"((?(4)(?:(?!\\*+\4)\S){{4,256}}+|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
+_VALUE = (rf"((?(4)(?:(?!\\*+\4)\S){{4,4096}}+|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
@@ -734,6 +734,10 @@ RULES: tuple[Rule, ...] = (
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
          lambda match: not is_placeholder(match.group(1))),
     Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
+    # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
+    Rule("putty-private-key", ("private-lines:",),
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|\\r?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?"
+            r"[A-Za-z0-9+/=]{4,128}+){1,64}+)", re.I), 1),
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
