@@ -105,7 +105,7 @@ def secret_name(name: str) -> bool:
     return last is not None and not _NOT_SECRET_KEY_NAMES.search(name[: last.start()])
 
 
-_LAST_PART = re.compile(r"(?<=[A-Za-z0-9])[_.\-](?:key|KEY|Key|pat|PAT|Pat)$|(?<=[a-z0-9])(?:Key|Pat)$"
+_LAST_PART = re.compile(r"(?<=[A-Za-z0-9])[_.\-](?:key|KEY|Key|pat|PAT|Pat|salt|SALT)$|(?<=[a-z0-9])(?:Key|Pat)$"
                         r"|(?i:presharedkey)$")  # (not hotkey, monkey)
 
 
@@ -194,8 +194,9 @@ def _docker_auth(match: re.Match[str]) -> bool:
 
 # Keywords whose value is a secret: the keyword rules' alternation and literals (lowercase).
 # The last part of a name that makes any name a secret's when a value is assigned to it: DD_APP_KEY=v,
-# heroku.api.key=v, AZURE_DEVOPS_PAT=v, PresharedKey = v (a key or a personal access token of any service).
-_SUFFIX_NAMES = r"[_.\-](?:key|pat)|presharedkey"
+# heroku.api.key=v, AZURE_DEVOPS_PAT=v, PresharedKey = v (a key or a personal access token of any service), and
+# a salt that is a secret of its own (WordPress's NONCE_SALT).
+_SUFFIX_NAMES = r"[_.\-](?:key|pat|salt)|presharedkey"
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}|{_SUFFIX_NAMES}"
@@ -204,7 +205,7 @@ _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
     "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
-    *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "presharedkey",
+    *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "_salt", "presharedkey",
 )
 # Names ending in _KEY that hold no secret: a database's or a map's key, a public or a site key, a key's id.
 _NOT_SECRET_KEY_NAMES = re.compile(

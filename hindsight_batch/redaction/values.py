@@ -23,7 +23,7 @@ _PLACEHOLDER_WORDS = frozenset(
     }
 )
 _PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
-                      "example", "redacted", "<", ">", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
+                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
 # A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
 _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
                               r"(?:$|[-_.0-9])")
@@ -65,6 +65,8 @@ def is_placeholder(value: str) -> bool:
     lowered = value.lower()
     if lowered in _PLACEHOLDER_WORDS or len(set(lowered)) <= 2:
         return True
+    if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
+        return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
     return any(part in lowered for part in _PLACEHOLDER_PARTS)
 
 
