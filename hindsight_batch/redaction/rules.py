@@ -369,7 +369,9 @@ _VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:]))"
-_VALUE = (rf"((?(4)(?:(?!\\*+\4)\S){{4,4096}}+|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
+# (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){{4,4096}}+)"
+          rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
@@ -402,6 +404,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"gh[ \t]++(?:secret|variable)[ \t]++set|glab[ \t]++variable[ \t]++(?:set|create)",
          r"(?:--body|-b)(?:[ \t]*+|=)" + _CLI_VALUE),
     _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
+    _cli(r"xcrun[ \t]++(?:altool|notarytool)", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
     _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
@@ -420,7 +423,7 @@ _CLI_COMMANDS = (
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
-    "send {",
+    "send {", "xcrun",
 )
 
 

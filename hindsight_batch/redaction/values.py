@@ -34,7 +34,7 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
                        "base64:")  # (base64: is judged by its size: rules.laravel-app-key)
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
-_APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}")
+_APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}|[a-z]{4}(?: [a-z]{4}){3}")
 _CALL_AT = re.compile(r"(?<![\w$.])[A-Za-z_$][A-Za-z_$.]{0,80}+\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
@@ -124,6 +124,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
     if len(value) < (6 if password else 8):
         return False
+    if _APP_PASSWORD.fullmatch(value):
+        return not is_placeholder(value)  # an app password as Google and Apple print them: four groups of four letters
     if uuid and _UUID.fullmatch(value):
         return not is_placeholder(value)
     has_digit = any(c.isdigit() for c in value)
@@ -134,8 +136,6 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if password and _APP_PASSWORD.fullmatch(value):
-        return True  # Apple's app-specific password, as printed: four groups of four letters
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
     if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
             "://" in value):
