@@ -35,7 +35,9 @@ _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.en
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
 _APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}|[a-z]{4}(?: [a-z]{4}){3}")
-_CALL_AT = re.compile(r"(?<![\w$.])[A-Za-z_$][A-Za-z_$.]{0,80}+\(")
+# A call: of a name without digits (getToken(), not "Adm1n(x"), or of a member (base64.b64encode(…)).
+_CALL_AT = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][A-Za-z_$.]{0,80}+"
+                      r"|[A-Za-z_$][\w$]{0,40}+(?:\.[A-Za-z_$][\w$]{0,40}+){1,8}+)\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
@@ -147,7 +149,7 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
     if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
         return False
-    if _ENV_NAME.fullmatch(value) or _CALL.match(value):
+    if _ENV_NAME.fullmatch(value) or _CALL.match(value) or _CALL_AT.match(value):
         return False  # "KIMCHI_API_KEY": a name even inside quotes; Math.floor(0.8: a call
     entropy = shannon_entropy(value)
     classes = character_classes(value)
