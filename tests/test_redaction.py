@@ -69,6 +69,8 @@ CASES = [
     ("authorization-header", "Authorization: SSWS 007v3klYk_sZXE53Kp6ivr9l9GCHVYwxE0dlFCDn0c", "007v3klYk_sZXE53Kp6i"),
     ("putty-private-key", "Public-Lines: 1\nAAAAC3NzaC1lZDI1\nPrivate-Lines: 1\nfC/6eqD10NkP1ao/uYmjLJNQJJu4sKys\n"
      "Private-MAC: ba04", "fC/6eqD10NkP1ao"),
+    ("zapier-webhook", "post the alerts to https://hooks.zapier.com/hooks/catch/3619461/ym9ltg/ please",
+     "3619461/ym9ltg"),
     ("base64-secret", "kind: Secret\ndata:\n  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw\n",
      "cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw"),
 ]
@@ -227,7 +229,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert len(contexts) >= 30 and all(len(c) >= 5 for c in contexts.values()), contexts
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
-                        "putty-private-key"}
+                        "putty-private-key", "zapier-webhook"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 

@@ -70,7 +70,8 @@ _SHAPE_GAP = (
     # a name and its value as two fields (rules._VALUE_FIELD)
     rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
     rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|,])(?:[ ]|\\t)*)?"
-    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8|for [a-z\-]{1,20}:)"
+    rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
+    rb"|for [a-z\-]{1,20}:)"
     rb"(?:[ ]|\\t)+)?"
     rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )

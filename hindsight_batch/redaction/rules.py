@@ -368,7 +368,7 @@ _VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:
                 r"(?=[ \t]*+[:=]))?")
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}])"
              r"|\\(?![nrt\\\"'`]))")
-_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:]))"
+_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
 # (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
 _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){{4,4096}}+)"
           rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
@@ -746,6 +746,9 @@ RULES: tuple[Rule, ...] = (
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
     Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    # A Zapier catch hook's URL is its credential too.
+    Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
+         _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),
     # A Teams incoming webhook's URL is its credential: whoever holds it posts to the channel.
     Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
          prefilter=("webhook.office.com",)),
@@ -786,7 +789,7 @@ RULES: tuple[Rule, ...] = (
             + _VALUE_FIELD
             # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name)
             + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
-            r"|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is"
+            r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
             r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
