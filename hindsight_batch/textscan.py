@@ -56,8 +56,10 @@ def anchored_matches(
             covered = max(match.end(), pos + 1)
             yield match
             continue
-        # Refused: the text up to its end is done with, unless the refused value itself begins at the next anchor.
+        # Refused: the rest of the value is done with, but not the name before it (a refused "AUTH" in
+        # NEXTAUTH_SECRET does not hide "SECRET"), nor the value where an anchor begins it ("bearer token X": the
+        # word "token" is refused as the value of "bearer", then "token X" is tried). Each anchor is tried once.
         covered = match.end()
         value_start = match.start(match.lastindex or 0)
-        if index + 1 < len(ordered) and ordered[index + 1] == value_start:
-            covered = value_start
+        if index + 1 < len(ordered) and ordered[index + 1] <= value_start:
+            covered = ordered[index + 1]

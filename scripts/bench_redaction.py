@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Secret redaction speed: 10 MB adversarial lines (each must stay linear) and ordinary transcript text.
+"""Secret redaction speed: 10 MB adversarial lines (each must stay linear) and ordinary transcript text, then the dense
+families of tests/adversarial.py through the import path (record gates, then the rules) and through the rules alone.
 
     .venv/bin/python scripts/bench_redaction.py [--mb 10]
 """
@@ -13,8 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.redactor import Findings, Redactor
-from tests.adversarial import adversarial_inputs
+from tests.adversarial import DENSE_FAMILIES, adversarial_inputs, dense_family
 
 ORDINARY = (
     "I changed src/queue.ts so the lock records its owner pid; tests pass. The config uses token budgets and "
@@ -39,6 +41,25 @@ def main() -> None:
         mb = len(text) / 1e6
         print(f"{name:18s} {mb:6.1f} {seconds:8.2f} {mb / seconds:8.1f} {sum(findings.counts.values())}")
     print(f"slowest: {worst:.2f} s for {args.mb} MB")
+    print(f"{'dense family':18s} {'path':>6s} {'s/MB':>8s}")
+    for name in DENSE_FAMILIES:
+        text = dense_family(name, args.mb * 1_000_000)
+        for path in ("import", "text"):
+            started = time.perf_counter()
+            if path == "import":
+                _import_path(redactor, text)
+            else:
+                redactor.redact_text(text, Findings())
+            print(f"{name:18s} {path:>6s} {(time.perf_counter() - started) / (len(text) / 1e6):8.2f}")
+
+
+def _import_path(redactor: Redactor, text: str) -> None:
+    """What an import does with a message holding ``text``: the record gates, then the rules where they let it in."""
+    message = {"role": "user", "content": [{"type": "text", "text": text}]}
+    data = jsoncodec.dumps({"type": "message", "message": message})
+    hints = redactor.hints_each_utf8([data])[0]
+    if hints and redactor.needs_redaction(data, hints):
+        redactor.redact_value(message, Findings(), hints)
 
 
 if __name__ == "__main__":

@@ -43,3 +43,22 @@ def near_misses(size: int, literals: dict[str, tuple[str, ...]]) -> dict[str, st
             ):
                 out[f"{rule}/{lit.strip()}/{kind}"] = unit * max(1, n // len(unit))
     return out
+
+
+# Families of text dense with what makes a gate or a rule stop and look (issue 37): each is one unit repeated, so that
+# 1x and 8x of it can be timed in one process and compared. Linear work takes about 8 times as long on 8 times the
+# text; a scan to the end of a string from each stop makes it 64 times.
+DENSE_FAMILIES: dict[str, str] = {
+    "dense-keywords": "the token and the pass of the secret ",
+    "keyword-run": "tokenpasswordsecret",
+    "dense-quotes": "token'\"pass\"'",
+    "dense-equals": "token=pass=a ",
+    "dense-base64": "data:\n  DATABASE_URL: cG9zdGdyZXM6Ly91OnBAaDo1NDMyL2Q=\n  auth: dG9rZW46",
+    "basic-headers": "Authorization: Basic dG9rZW46cGFzcw== ",
+    "long-json-string": "{\"token\": \"" + "a\\\"" * 40,
+}
+
+
+def dense_family(name: str, size: int) -> str:
+    unit = DENSE_FAMILIES[name]
+    return unit * max(1, size // len(unit))

@@ -7,6 +7,8 @@ secret can be recognised across runs without its value, or a guessable hash of i
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bisect
 import functools
 import hashlib
@@ -22,13 +24,14 @@ from typing import Any, AnyStr
 from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.rules import (
     _KEYWORDS,
+    _SUFFIX_NAMES,
     _WHOLE_PART_NAMES,
     RULES,
     SECRET_KEY_NAME,
     Rule,
     looks_secret,
     private_url_rule,
-    secret_key_name,
+    secret_name,
 )
 from hindsight_batch.redaction.values import shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
@@ -37,6 +40,14 @@ _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
 _PEM_LABEL = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,40}+)-----")
 _MAX_FINGERPRINTS = 50
+# Base64 values under a name, as a Kubernetes Secret keeps them (data:, .dockerconfigjson), are decoded and the
+# decoded text is searched with every rule: a password in the DATABASE_URL that "cG9zdGdyZXM6Ly9…" encodes. Tried in
+# texts that hold a Secret's marks (its type, its kind, a registry config); a value decodes once (and what it
+# decodes to once more, for a registry config's auth): linear.
+_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson")
+_BASE64_FIELD = re.compile(r"(?<![\w.\-])([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+:[ \t]*+(?:\\{0,8}+[\"'])?"
+                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
+_MAX_DEPTH = 2
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
 _AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
@@ -55,16 +66,27 @@ _AWS_PAIR_DISTANCE = 300
 # whatever follows (a string under a secret-sounding key is judged whole).
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
 _SHAPE_GAP = (
-    rb"[a-z0-9_.\-]{0,32}(?:\\?[\"'`])?(?:[ ]|\\t)*(?:(?::=|=>|[:=])(?:[ ]|\\t)*)?"
-    rb"(?:(?:is|was|are|of|for the [a-z]{1,20} is)(?:[ ]|\\t)+)?(?:\\?[\"'`])?(?:[br]\\?\")?"
+    rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
+    # a name and its value as two fields (rules._VALUE_FIELD)
+    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
+    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|,])(?:[ ]|\\t)*)?"
+    rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
+    rb"|for [a-z\-]{1,20}:)"
+    rb"(?:[ ]|\\t)+)?"
+    rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
-_SHAPE_RUN = rb"[^\s\"'`]"  # what a value may hold, quoted or not (rules._VALUE): a superset of both
-_SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"*?[0-9]|" + _SHAPE_RUN + rb"{20})")
+# What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote
+# of the text is escaped (a quoted value may hold quotes of another kind), a blank of it is one or \n, \r, \t.
+_SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
+# (Twenty characters first: the same language as "a digit somewhere, or twenty characters", tried in at most twenty
+# steps, where a lazy run up to a digit first would scan to the end of a long run from every keyword in it.)
+_SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9]"
+                          rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
-# The rest of the JSON string, then `":` (an object key). Unrolled ([^"\\]*+ runs at charset speed), not
-# (?:[^"\\]|\\.)*+, which steps one character per alternation: same language, a quarter of the time.
-_SHAPE_KEY = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
-                        + rb')[^"\\]*+(?:\\.[^"\\]*+)*+":')  # (the whole-part names anywhere: a superset)
+# A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
+# (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
+_SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
+                             + rb"|" + _SUFFIX_NAMES.encode() + rb")")  # (the whole-part names anywhere: a superset)
 
 
 def marker(rule_id: str) -> str:
@@ -180,7 +202,7 @@ class Redactor:
                 self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         # The keyword rule's words ("token", "secret", "pass") are in most records of some sessions: their gates are
         # grouped apart, so that such a record is not also searched for every other literal of a group.
-        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower()})
+        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower(), *_BASE64_LITERALS})
         keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
         keyword_only = {lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,)}
         apart = {gate: lits for gate, lits in gates.items() if not keyword_only.isdisjoint(lits)}
@@ -211,12 +233,13 @@ class Redactor:
         for lit in hints:
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
+            string_end = _StringEnd(lowered)
             pos = lowered.find(needle)
             while pos != -1:
                 if whole_part and not _whole_part_at(data, pos, lit):
                     pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
                 elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
-                        or _SHAPE_KEY.match(lowered, pos)):
+                        or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
                     return True
                 pos = lowered.find(needle, pos + 1)
         return False
@@ -268,9 +291,9 @@ class Redactor:
         digest = hmac.new(self._key, value.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
         return f"{rule_id}:{digest[:10]}"
 
-    def redact_text(self, text: str, findings: Findings, hints: frozenset[str] | None = None) -> str:
+    def redact_text(self, text: str, findings: Findings, hints: frozenset[str] | None = None, depth: int = 0) -> str:
         """``text`` with every secret replaced. ``hints`` (from :meth:`hints` over a larger text holding this one)
-        limits which literals are looked for."""
+        limits which literals are looked for; ``depth`` counts the base64 decodings that led to ``text``."""
         if len(text) < 8:
             return text
         lowered = lower(text)
@@ -279,6 +302,9 @@ class Redactor:
             return text  # the common case: no rule's literal anywhere in the text
         if _PEM_BEGIN in text:
             text = self._redact_pem(text, findings)
+            lowered = lower(text)
+        if depth < _MAX_DEPTH and not present.isdisjoint(_BASE64_LITERALS):
+            text = self._redact_base64_fields(text, findings, depth)
             lowered = lower(text)
         for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
             rule = self._rules[index]
@@ -345,6 +371,30 @@ class Redactor:
             out.append(text[last : match.start()])
             out.append(marker("aws-secret-key"))
             last = match.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_base64_fields(self, text: str, findings: Findings, depth: int) -> str:
+        """Base64 values under a name (a Kubernetes Secret's data): each is decoded, and replaced when the decoded
+        text holds a secret (searched with every rule) or is one under its name (``GH_PAT: Z2hwX…``)."""
+        out: list[str] = []
+        last = 0
+        for match in _BASE64_FIELD.finditer(text):
+            name, value = match.group(1), match.group(2)
+            try:
+                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue  # not base64, or binary
+            inner = Findings()
+            if self.redact_text(decoded, inner, depth=depth + 1) == decoded and not (
+                    secret_name(name) and looks_secret(decoded.strip(), name)):
+                continue
+            self._found(findings, "base64-secret", value)
+            out.append(text[last : match.start(2)])
+            out.append(marker("base64-secret"))
+            last = match.end(2)
         if not out:
             return text
         out.append(text[last:])
@@ -443,6 +493,34 @@ def _whole_part_at(data: bytes, pos: int, lit: str) -> bool:
     return False
 
 
+class _StringEnd:
+    """Where the JSON string holding a position ends (its closing quote), for positions asked in increasing order:
+    each quote of the text is looked at once however many positions one string holds, so the work is linear."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._end = -1  # the closing quote found last: the answer for every position up to it
+
+    def __call__(self, pos: int) -> int:
+        if pos <= self._end:
+            return self._end
+        data = self._data
+        quote = data.find(b'"', pos)
+        while quote != -1 and _escaped(data, quote):
+            quote = data.find(b'"', quote + 1)
+        self._end = len(data) if quote == -1 else quote
+        return self._end
+
+
+def _escaped(data: bytes, quote: int) -> bool:
+    """Whether the quote at ``quote`` is escaped: an odd run of backslashes before it (each run stands before one
+    character, so it is counted once)."""
+    start = quote
+    while start > 0 and data[start - 1] == 0x5C:
+        start -= 1
+    return (quote - start) % 2 == 1
+
+
 def _gates_found(joined: AnyStr, lengths: list[int], gates: Iterable[Any]) -> list[set[Any]]:
     """Which gates (strings or patterns of ``joined``'s type) occur in each of the texts joined (by one separator)
     in ``joined``: one search per gate."""
@@ -466,4 +544,4 @@ def _first(text: AnyStr, gate: Any, start: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_key(key: object) -> bool:
-    return secret_key_name(str(key))
+    return secret_name(str(key))

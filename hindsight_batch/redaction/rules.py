@@ -96,6 +96,19 @@ _CAMEL_KEY_NAME = re.compile(
 )
 
 
+def secret_name(name: str) -> bool:
+    """Whether a name (an object key, a variable) is a secret's: by its words (:func:`secret_key_name`) or by its
+    last part (DD_APP_KEY, GH_PAT), unless that names a database's, map's or public key."""
+    if secret_key_name(name):
+        return True
+    last = _LAST_PART.search(name)
+    return last is not None and not _NOT_SECRET_KEY_NAMES.search(name[: last.start()])
+
+
+_LAST_PART = re.compile(r"(?<=[A-Za-z0-9])[_.\-](?:key|KEY|Key|pat|PAT|Pat|salt|SALT)$|(?<=[a-z0-9])(?:Key|Pat)$"
+                        r"|(?i:presharedkey)$")  # (not hotkey, monkey)
+
+
 def secret_key_name(key: str) -> bool:
     """Whether an object key names a secret (its string value is then judged whole)."""
     return bool(SECRET_KEY_NAME.search(key) or _PART_KEY_NAME.search(key) or _CAMEL_KEY_NAME.search(key))
@@ -131,7 +144,8 @@ def _c(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 _TOKEN = r"A-Za-z0-9_\-"
-_NB = rf"(?<![{_TOKEN}])"  # not preceded by a token character
+# Not preceded by a token character, unless it ends an escape of JSON text ("\nghp_…" in a transcript of a transcript).
+_NB = rf"(?:(?<![{_TOKEN}])|(?<=\\[nrt]))"
 _NA = rf"(?![{_TOKEN}])"  # not followed by one
 
 
@@ -179,16 +193,26 @@ def _docker_auth(match: re.Match[str]) -> bool:
 
 
 # Keywords whose value is a secret: the keyword rules' alternation and literals (lowercase).
+# The last part of a name that makes any name a secret's when a value is assigned to it: DD_APP_KEY=v,
+# heroku.api.key=v, AZURE_DEVOPS_PAT=v, PresharedKey = v (a key or a personal access token of any service), and
+# a salt that is a secret of its own (WordPress's NONCE_SALT).
+_SUFFIX_NAMES = r"[_.\-](?:key|pat|salt)|presharedkey"
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-    rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}"
+    rf"|credentials?|bearer|basic[ _-]?auth|{_WHOLE_PART_NAMES}|{_SUFFIX_NAMES}"
 )
 _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
     "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
-    *_KEY_PURPOSE_LITERALS,
+    *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "_salt", "presharedkey",
 )
+# Names ending in _KEY that hold no secret: a database's or a map's key, a public or a site key, a key's id.
+_NOT_SECRET_KEY_NAMES = re.compile(
+    r"(?:public|publishable|pub|site|primary|foreign|sort|partition|cache|idempotency|object|row|range|hash|map"
+    r"|lookup|group|routing|shard|cursor|index|unique|composite|translation|i18n|locale|hot|short|react|list|item"
+    r"|column|field|attribute|prop|state|bucket|file|path|s3|blob|image|asset|gpg|pgp|kms|ssh|dedup|dedupe|join"
+    r"|search|query|sign_in|signin|license_file|music|piano|api_key|access_key|secret)[_.\-]?$", re.I)
 _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
 _UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
@@ -201,7 +225,11 @@ _NOT_SECRET_SUFFIXES = (
     "cmd", "method", "scheme", "label", "hint", "prompt", "regex", "pattern", "strategy", "kind", "ref", "index",
     "timeout", "location", "manager", "service", "client", "count", "max", "min", "enabled", "required", "reset",
     "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn", "stdin",
+    # a digest of the secret, or a file that holds it encrypted or named: token_sha256, credentials.yml.enc
+    "sha1", "sha256", "sha512", "md5", "digest", "checksum", "fingerprint", "enc", "yml", "yaml", "json", "txt",
 )
+# A name made of these before the secret's word is about something else: a page token is a cursor.
+_NOT_SECRET_PREFIXES = ("page", "pagination", "continuation", "cursor", "sync", "resume", "nextpage", "next_page")
 
 
 _HEX = re.compile(r"[0-9a-fA-F]{7,128}")
@@ -254,10 +282,19 @@ def _about_a_secret(rest: str) -> bool:
 def _keyword_value(match: re.Match[str]) -> bool:
     """The keyword rule's second look: is the name a secret's name, and is its value a secret?"""
     value = match.group(5)
-    if len(value) < 6:
-        return False
     keyword = match.group(1)
-    if _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
+    # secret_value's own first test, done before anything else: dense keywords ("token=token=…") stop here.
+    if len(value.strip("\"'`").rstrip("=")) < (6 if keyword[0] in "pP" else 8):
+        return False
+    if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
+        # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
+        assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(
+            _name_before(match.string, match.start()) + keyword)
+        if not assigned or not match.string[match.start() - 1 : match.start()].isalnum():
+            return False
+        if _NOT_SECRET_KEY_NAMES.search(_name_before(match.string, match.start())) or match.group(2):
+            return False
+    elif _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
         return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
     rest = match.group(2)
     if _about_a_secret(rest):
@@ -267,20 +304,78 @@ def _keyword_value(match: re.Match[str]) -> bool:
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    name = _name_before(match.string, match.start()) + keyword + rest
-    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=match.group(3) is None,
+    before = _name_before(match.string, match.start())
+    if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
+        return False  # next_page_token: a cursor
+    name_start = match.start() - len(before)
+    if (match.group(3) or "").strip() == "," and not (_ENV_NAME.fullmatch(before + keyword + rest)
+                                                      and _CALL_ARGUMENT.search(match.string, max(0, name_start - 12),
+                                                                                name_start)):
+        return False  # only a call's name and value: define('AUTH_KEY', 'v'), os.environ.setdefault("X_TOKEN", "v")
+    prose = match.group(3) is None
+    if prose and rest.endswith("."):
+        return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
+    if prose and _ENV_NAME.fullmatch(before + keyword + rest):
+        prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
+    elif prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
+        return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
+    if _SEALED.search(match.string, max(0, match.start() - 2000), match.start()):
+        return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
+    name = before + keyword + rest
+    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
                         uuid=_UUID_NAME.search(name) is not None)
 
 
-_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key"
-# A quoted value runs to its closing quote, whatever punctuation it holds (a chosen password: "Blue&Blue8204").
-# An unquoted one stops at separators; "&" and ":" are part of it unless a "name=" or "name:" follows them, so a
-# value never runs into the next "key=value" of a query string (and "=" only as padding at the end).
-_VALUE = (r"((?(4)[^\s\"'`]{4,1024}+|(?:[^\s\"',;{}\[\]()<>`=:&]|[:&](?![\w.\-]{1,64}+[=:])){4,1024}+)"
+# An identifier, a hash or an id: hex, a UUID, lowercase letters and digits (with - or _), a path. After a bare
+# word in prose it is a name the sentence talks about, unless the words say a value is given (:func:`_given`).
+_IDENTIFIER = re.compile(r"[0-9a-f\-]{7,128}+|[a-z0-9_\-]{1,128}+|[A-Z0-9_\-]{1,128}+|[\w.\-]{0,128}+/[\w./\-]{0,256}+")
+_SEALED = re.compile(r"encryptedData:")
+_CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+
+
+def _config_line(match: re.Match[str]) -> bool:
+    """Whether the name starts a line and its value ends it: "  password v" in a .netrc, not a sentence."""
+    text = match.string
+    head = text[max(0, match.start() - 48) : match.start()].rstrip(" \t")
+    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t"))
+    return starts and (match.end() == len(text) or text.startswith(("\n", "\r", "\\n", "\\r"), match.end()))
+
+
+def _given(match: re.Match[str]) -> bool:
+    """Whether the words around a secret's name say its value is given: a copula ("the token is v"), a quote
+    around it, or a giving phrase before the name ("here is the api key v", "use my token v")."""
+    if match.group(4) is not None or _COPULA.search(match.string, match.end(2), match.start(5)) is not None:
+        return True
+    return _GIVING.search(match.string, max(0, match.start() - 48), match.start()) is not None
+
+
+# Words before a secret's name that give its value: "here is the heroku api key v", "use my token v", "the new one".
+_GIVING = re.compile(r"(?<![\w-])(?:here(?:'s|\s+is|\s+are)|use|using|my|our|new|paste[ds]?|rotated|set)\s+"
+                     r"(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
+
+
+_AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
+# A quoted value runs to its closing quote (the same quote, escaped or not: text that is itself a JSON string holds
+# \"value\"), whatever else it holds: other quotes, "&", "#", "(" (a chosen password: "Blue&Blue8204", Django's
+# ")nk&…"). An unquoted one runs to a blank or a separator; "&", ":" and "=" are part of it unless a "name=" or
+# "name:" follows them (the next "key=value" of a query string), a bracket unless it is the last character (a
+# call's closing parenthesis), a backslash unless it starts an escape of JSON text (\n, \"). After a bare word
+# (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
+# A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
+# docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+                r"(?=[ \t]*+[:=]))?")
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}])"
+             r"|\\(?![nrt\\\"'`]))")
+_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
+# (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){{4,4096}}+)"
+          rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
-_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|[^\s'"|;&<>]{1,256}+)"""
+_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)"""
 
 
 def _cli(commands: str, flag: str) -> str:
@@ -305,6 +400,16 @@ _CLI_PASSWORD = "|".join((
     _cli(r"keytool|jarsigner", r"-(?:src|dest)?(?:store|key)pass[ \t]++" + _CLI_VALUE),
     _cli(r"lftp", r"-u[ \t]++[^\s,]{1,128}+," + _CLI_VALUE),
     _cli(r"smbclient", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
+    # secrets handed to a CI's or a registry's command line, or to a server's
+    _cli(r"gh[ \t]++(?:secret|variable)[ \t]++set|glab[ \t]++variable[ \t]++(?:set|create)",
+         r"(?:--body|-b)(?:[ \t]*+|=)" + _CLI_VALUE),
+    _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
+    _cli(r"xcrun[ \t]++(?:altool|notarytool)", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
+    _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
+    _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
+    r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
+    r"send[ \t]++\{([^}\n]{1,256}+)\}",  # expect's send {v} (after a password prompt: _cli_password)
     # htpasswd -b [other flags] FILE USER PASSWORD
     r"htpasswd(?=[^\n|;&]{0,64}?[ \t]-[a-zA-Z]{0,7}b)(?:[ \t]++-[a-zA-Z]{1,8}+){1,4}+"
     r"(?:[ \t]++[^\s\-][^\s]{0,256}+){2}[ \t]++" + _CLI_VALUE,
@@ -317,6 +422,8 @@ _CLI_COMMANDS = (
     "unzip ", "zipcloak", "7z ", "7za ", "7zr ", "rar ", "unrar ", "ssh-keygen", "openssl", "mongo ", "mongosh",
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
+    "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
+    "send {", "xcrun",
 )
 
 
@@ -337,14 +444,20 @@ def _given_password(value: str) -> bool:
 def _stdin_password(match: re.Match[str]) -> bool:
     """A password on standard input (:func:`_given_password`); what chpasswd reads is user:password."""
     value = match.group(match.lastindex or 0)
-    if "chpasswd" in match.group(0):
+    reader = match.string[match.start() : match.start(match.lastindex or 0)] + match.string[
+        match.end(match.lastindex or 0) : match.end()]  # (not the value: "echo chpasswd | docker login …")
+    if "chpasswd" in reader:
         value = value.strip("\"'").partition(":")[2]
     return _given_password(value)
 
 
 def _cli_password(match: re.Match[str]) -> bool:
     """A password on a command line (:func:`_given_password`), where the command is one."""
+    if match.string.startswith("send", match.start()):
+        return "assword" in match.string[max(0, match.start() - 160) : match.start()]  # expect's answer to a prompt
     before = match.string[match.start() - 1 : match.start()]
+    if match.string.endswith(("\\n", "\\t", "\\r"), 0, match.start()):
+        before = ""  # after an escape of JSON text: a command at the start of a line
     if before and (before.isalnum() or before in "-_./"):
         return False  # inside a longer name or a path: gzip, my_mysql, ./node_modules/.bin/zip (a file, not a run)
     return _given_password(match.group(match.lastindex or 0))
@@ -365,10 +478,11 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
 )) + ")"
 _STDIN_PASSWORD = (
     # echo [-n] VALUE | reader; printf ['%s\n'] VALUE | reader
-    r"(?<![\w\-./])(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
+    r"(?:(?<![\w\-./])|(?<=\\[nrt]))"
+    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
-    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit)(?![\w\-])"
+    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
     rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
 )
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
@@ -418,13 +532,48 @@ def _xml_secret(match: re.Match[str]) -> bool:
     return not _about_a_secret(name[last.end():]) and looks_secret(value, name)
 
 
+# Words for a password (then for a key, a token, credentials) in other languages, lowercase; a word whose first
+# letter changes case outside ASCII is given without it (ароль: Пароль and пароль).
+_PHRASE_PASSWORD_WORDS = ("mot de passe", "contraseña", "contrasena", "passwort", "kennwort", "wachtwoord", "senha",
+                          "hasło", "haslo", "ароль", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
+                          "lösenord", "losenord", "heslo", "mật khẩu", "kata sandi", "كلمة المرور", "كلمة السر",
+                          "पासवर्ड", "parola", "salasana", "passord", "adgangskode", "lozinka", "jelszó", "app password",
+                          "app-specific password")
+_PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz", "ключ", "キー", "密钥", "llave",
+                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
+_PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
+_PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
+                r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
+                r"|[ \t]*+是[ \t]*+|[ \t]++)")
+# (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
+_PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
+_PHRASE = (
+    r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
+    r"(?![a-z])"
+    r"|(?:" + "|".join(re.escape(w.rstrip()) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
+        r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
+    # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
+    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+)
+
+
+def _phrase_value(match: re.Match[str]) -> bool:
+    """An app password of four groups is one as printed; any other value is judged as a value given in prose."""
+    if match.group(1) is not None:
+        return not is_placeholder(match.group(1))
+    value = match.group(2)
+    word = match.group(0)[:12].lower()
+    password = not word.startswith(tuple(w.strip()[:4] for w in _PHRASE_KEY_WORDS))
+    return secret_value(value, password=password, quoted=False, prose=True)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
         ("authorization", "proxy-authorization"),
         _c(
-            r"(?<![\w-])(?:proxy-)?authorization[\"'`]?\s*+[:=]\s*+[\"'`]?"
-            rf"(?:(?:{_AUTH_SCHEMES})\s++)?([^\s\"'`,;]{{6,4096}}+)",
+            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:proxy-)?authorization(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
+            rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+(?=\s))\s++)?([^\s\"'`,;\\]{{6,4096}}+)",
             re.I,
         ),
         1,
@@ -435,7 +584,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "cookie",
         ("cookie", "set-cookie"),
-        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+([^\r\n]{1,4096}+)", re.I),
+        # (to the end of the line, or of a quoted header: -H 'Cookie: …'; "\n" ends it in text that is JSON)
+        # (name=value pairs: "cookie: string" in a type is not a header)
+        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
+           re.I),
         1,
     ),
     Rule(
@@ -536,7 +688,7 @@ RULES: tuple[Rule, ...] = (
         "private-key-base64",
         ("ls0tls1crudjti",),
         _c(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{16,4096}+"
-           r"(?:(?:\r?\n|\\n)[ \t]{0,16}+[A-Za-z0-9+/=]{4,4096}+(?=[\r\n\\\"'\s]|$)){0,4000}+"),
+           r"(?:(?:\r?\n|\\n)[ \t]{0,16}+[A-Za-z0-9+/]{4,4096}+={0,2}+(?=[\r\n\\\"'\s]|$)){0,4000}+"),
         0,
         _base64_private_key,
     ),
@@ -586,6 +738,17 @@ RULES: tuple[Rule, ...] = (
     Rule("laravel-app-key", ("base64:",), _c(r"base64:([A-Za-z0-9+/]{22,88}+={0,2}+)(?![A-Za-z0-9+/=])"), 1,
          lambda match: not is_placeholder(match.group(1))),
     Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
+    # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
+    Rule("putty-private-key", ("private-lines:",),
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|\\r?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?"
+            r"[A-Za-z0-9+/=]{4,128}+){1,64}+)", re.I), 1),
+    # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
+    # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
+    # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
+    Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    # A Zapier catch hook's URL is its credential too.
+    Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
+         _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),
     # A Teams incoming webhook's URL is its credential: whoever holds it posts to the channel.
     Rule("teams-webhook", (), _c(r"https://[A-Za-z0-9\-]{1,64}+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_\-]{40,1024}+"),
          prefilter=("webhook.office.com",)),
@@ -608,8 +771,8 @@ RULES: tuple[Rule, ...] = (
             "client_secret=", "password=", "passwd=", "auth=", "sig=", "signature=", "code=",
         ),
         _c(
-            r"(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
-            r"|password|passwd|auth|sig|signature|code)=([^&\s\"'#<>]{4,4096}+)",
+            r"(?:(?<=[?&])(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret"
+            r"|password|passwd|auth|sig|signature|code)|(?<=\()key)=([^&\s\"'#<>\\)]{4,4096}+)",  # (key=v): a log
             re.I,
         ),
         1,
@@ -622,9 +785,13 @@ RULES: tuple[Rule, ...] = (
         "secret-assignment",
         (*_KEYWORD_LITERALS, "api key", "access key", "private key"),
         _c(
-            rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)[\"'`]?"
-            r"(?:[ \t]*+(:=|=>|[:=])[ \t]*+|[ \t]++(?:(?:is|was|are|of|for the [a-z]{1,20}+ is)[ \t]++)?)"
-            r"(?:([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
+            + _VALUE_FIELD
+            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name)
+            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
+            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
+            r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,

@@ -22,17 +22,23 @@ _PLACEHOLDER_WORDS = frozenset(
         "pass", "empty", "missing", "unknown", "todo", "tbd", "foo", "bar", "baz", "letmein", "hunter2",
     }
 )
-_PLACEHOLDER_PARTS = ("xxxx", "****", "....", "…", "your", "placeholder", "changeme", "change_me", "change-me",
-                      "example", "redacted", "<", ">", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
+_PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
+                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
 # A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
 _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
                               r"(?:$|[-_.0-9])")
 _REFERENCE_STARTS = ("$", "%", "{", "[", "(", "&", "@", "!", "#", "*", "\\", "<")
 _REFERENCE_PREFIXES = ("os.environ", "os.getenv", "process.env", "import.meta.env", "env.", "self.", "this.",
                        "secrets.", "vars.", "settings.", "config.", "data:", "file:", "sha1:", "sha256:", "sha384:",
-                       "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic")
+                       "sha512:", "sha1-", "sha256-", "sha384-", "sha512-", "md5:", "arn:", "bearer", "basic",
+                       "base64:")  # (base64: is judged by its size: rules.laravel-app-key)
 # A name or a chain of names (member access, optional chaining, scope resolution), optionally called.
 CODE = re.compile(r"[A-Za-z_$][\w$]{0,80}+(?:(?:\?\.|!\.|\.|::|->)[A-Za-z_$][\w$]{0,80}+){0,20}+[!?]?(?:\(\)?)?")
+_APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}|[a-z]{4}(?: [a-z]{4}){3}")
+# A call: of a name without digits (getToken(), not "Adm1n(x"), or of a member (base64.b64encode(…)).
+_CALL_AT = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][A-Za-z_$.]{0,80}+"
+                      r"|[A-Za-z_$][\w$]{0,40}+(?:\.[A-Za-z_$][\w$]{0,40}+){1,8}+)\(")
+_CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -51,13 +57,18 @@ def shannon_entropy(value: str) -> float:
 
 
 def is_self_describing(value: str) -> bool:
-    return _SELF_DESCRIBING.search(value.lower()) is not None
+    """"test-api-key-123", "my_secret_token"; not a service's token that begins with its kind (Notion's
+    secret_<43 random>): what follows the word is random there."""
+    match = _SELF_DESCRIBING.search(value.lower())
+    return match is not None and not _random_segment(value[match.end() :])
 
 
 def is_placeholder(value: str) -> bool:
     lowered = value.lower()
     if lowered in _PLACEHOLDER_WORDS or len(set(lowered)) <= 2:
         return True
+    if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
+        return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
     return any(part in lowered for part in _PLACEHOLDER_PARTS)
 
 
@@ -65,8 +76,8 @@ def is_code_or_reference(value: str) -> bool:
     """A name, a member access or call, an environment variable's name, a template or environment reference."""
     if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES):
         return True
-    if "(" in value or ")" in value or "://" in value:
-        return True
+    if _CALL_AT.search(value) or "://" in value:
+        return True  # getToken(), os.getenv("X"): a call (not ")nk&x%2(v9": a chosen value's brackets)
     if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
         return True
     # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
@@ -115,6 +126,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
     if len(value) < (6 if password else 8):
         return False
+    if _APP_PASSWORD.fullmatch(value):
+        return not is_placeholder(value)  # an app password as Google and Apple print them: four groups of four letters
     if uuid and _UUID.fullmatch(value):
         return not is_placeholder(value)
     has_digit = any(c.isdigit() for c in value)
@@ -125,8 +138,10 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES) or "://" in value:
-        return False
+    chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
+    if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
+            "://" in value):
+        return False  # $TOKEN, {password}, %DB_PASS% (not "$W#YolG!&A)Bj52", "()Uad%nW)8A#GZ8": chosen ones)
     # Dotted names are code, dotted random parts are a token (a Discord bot token, a JWT without its scheme).
     chain = ("." in value and CODE.fullmatch(value) is not None
              and not any(_random_segment(part) for part in value.split(".")))
@@ -134,8 +149,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
     if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
         return False
-    if _ENV_NAME.fullmatch(value):
-        return False  # "KIMCHI_API_KEY": a name even inside quotes
+    if _ENV_NAME.fullmatch(value) or _CALL.match(value) or _CALL_AT.match(value):
+        return False  # "KIMCHI_API_KEY": a name even inside quotes; Math.floor(0.8: a call
     entropy = shannon_entropy(value)
     classes = character_classes(value)
     if prose:
