@@ -29,7 +29,14 @@ from hindsight_batch.routing.models import (
     SignalCategory,
     SkipReason,
 )
-from hindsight_batch.routing.signals import SignalMatches, extract_text, find_signals, mission_hits, mission_terms
+from hindsight_batch.routing.hazards import (
+    acknowledgement,
+    memory_echo,
+    prompt_injection,
+    third_party_personal_data,
+)
+from hindsight_batch.routing.provenance import authored
+from hindsight_batch.routing.signals import SignalMatches, find_signals, mission_hits, mission_terms
 
 
 class RoutingStrategy(Protocol):
@@ -69,27 +76,37 @@ def _skip(
 
 
 def _classify(data: RoutingStrategyInput) -> Classification:
-    text = extract_text(data.content)
-    if data.context:
-        text = f"{text}\n{data.context}"
-    found = find_signals(text)
+    parts = authored(data.content)
+    if parts.memory_block:
+        notes = ["injected Hindsight memory (S1): import drops it, nothing of it is retained"]
+        return _skip(0.95, "recalled memory block (S1)", SignalMatches(), ["memory block"], notes, "memory-echo")
+    # User Bank statements count only in the user's own words; everything else is read for project and skip
+    # signals. The context string (the session's) is the tool's own: it counts for project signals only.
+    user = find_signals(parts.user) if parts.user.strip() else SignalMatches()
+    others = "\n".join(part for part in (parts.agent, parts.read, data.context or "") if part)
+    found = user.merged(find_signals(others), drop=_USER_ONLY) if others.strip() else user
+    user_lower = parts.user.lower()
+    other_lower = "\n".join(part for part in (parts.agent, parts.read) if part).lower()
+    injection = prompt_injection(user_lower, other_lower)
+    if injection:
+        found.labels[("skip", "prompt injection")] += 1
     order = ("skip", "global", "project")
-    matched: list[str] = [label for (_cat, label) in sorted(found.labels, key=lambda k: order.index(k[0]))]
+    matched: list[str] = [label for (cat, label) in sorted(found.labels, key=lambda k: _order(k[0], order))]
     notes: list[str] = []
-    g, p = found.score("global"), found.score("project")
-    lower: str | None = None
+    p = found.score("project")
+    mission_global = 0
     for category, mission in (("project", data.missions.project), ("global", data.missions.global_)):
         terms = mission_terms(mission)
         if not terms:
             continue
-        lower = text.lower() if lower is None else lower
-        hits = mission_hits(lower, terms)
+        # The User Bank mission's words count in the user's own words only, like every User Bank signal.
+        hits = mission_hits(user_lower if category == "global" else f"{user_lower}\n{other_lower}", terms)
         if hits:
             matched.append(f"{category} mission:{'/'.join(hits[:3])}")
             if category == "project":
                 p += 1
             else:
-                g += 1
+                mission_global = 1
     if data.redactions:
         listed = ", ".join(f"{rule}×{n}" for rule, n in sorted(data.redactions.items()))
         notes.append(f"secrets redacted before routing ({listed}); never sent to the User Bank")
@@ -99,15 +116,36 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     if found.has("skip", "secret-like content"):
         notes.append("credential-like content that no redaction rule caught: skipped, not retained")
         return _skip(0.9, "credential-like content", found, matched, notes, "credential-like")
+    everything = parts.all
+    personal = third_party_personal_data(everything, everything.lower())
+    if personal:
+        matched.append(f"third-party {personal}")
+        notes.append(f"another person's personal data ({personal}): not retained")
+        return _skip(0.9, f"third-party personal data ({personal})", found, matched, notes, "personal-data")
+    if injection:
+        notes.append("prompt injection: text addressed to an AI or a memory system; never the User Bank")
+    evidence = _user_bank_evidence(user, mission_global)
+    g = found.score("global")
     durable = g + p
     transient = [label for label in ("transient artifact path", "screenshot artifact") if found.has("skip", label)]
     if transient and durable < 3:
         notes.append("transient artifact: not retained")
         reason = f"transient artifact ({', '.join(sorted(transient))})"
         return _skip(0.85, reason, found, matched, notes, "transient-artifact")
-    mostly_output = found.text_lines >= 3 and (
-        found.output_ratio >= 0.8 or (found.output_ratio >= 0.6 and durable < 3)
-    )
+    if acknowledgement(everything):
+        notes.append("an acknowledgement: nothing to remember")
+        return _skip(0.85, "acknowledgement only", found, matched, notes, "acknowledgement")
+    decision = evidence.candidate or p >= 2
+    if memory_echo(f"{user_lower}\n{other_lower}"):
+        matched.append("memory echo")
+        if not decision:
+            notes.append("earlier memory quoted back: not retained again (S1)")
+            return _skip(0.85, "recalled memory quoted back", found, matched, notes, "memory-echo")
+        notes.append("holds earlier memory quoted back: never the User Bank")
+        evidence = evidence._replace(candidate=False)
+    mostly_output = found.text_lines >= 2 and (
+        found.output_ratio >= 0.8 or (found.output_ratio >= 0.5 and not decision)
+    ) and not (decision and found.output_lines < found.text_lines)
     if mostly_output:
         matched.append("command/test output")
         notes.append("temporary command or test output: not retained")
@@ -117,17 +155,27 @@ def _classify(data: RoutingStrategyInput) -> Classification:
         return _skip(0.8, "temporary detail", found, matched, notes, "temporary")
     if transient or found.has("skip", "temporary detail"):
         notes.append("mentions transient artifacts or temporary details; durable content kept")
-    global_labels = found.label_set("global")
-    if g == 0 and p == 0:
-        reason = "no strong signal; a transcript stays with its project"
-        return Classification("project", 0.5, reason, found, matched, notes)
+    if injection and not evidence.candidate and p == 0:
+        return Classification("project", 0.6, "prompt injection kept out of the User Bank", found, matched, notes)
+    if evidence.candidate and injection:
+        evidence = evidence._replace(candidate=False)
+    if evidence.candidate and user.has("one-off", "one-off instruction"):
+        notes.append("a one-off instruction, not a durable preference: project bank only")
+        return Classification("project", 0.7, "a one-off instruction stays with its project", found, matched, notes)
+    if not evidence.candidate:
+        if p == 0:
+            reason = "no strong signal; a transcript stays with its project"
+            return Classification("project", 0.5, reason, found, matched, notes)
+        return Classification("project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes)
+    global_labels = user.label_set("global")
+    confidence = evidence.confidence
     if p == 0:
-        confidence = round(min(0.95, 0.7 + 0.1 * g), 2)
         route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
+        if route == "both":
+            notes.append(f"User Bank candidate below the {USER_BANK_MIN_CONFIDENCE:.2f} threshold: both, with "
+                         "conservative tags")
         reason = "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")"
         return Classification(route, confidence, reason, found, matched, notes)
-    if g == 0:
-        return Classification("project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes)
     if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
         return Classification("project", 0.75, "a user preference scoped to this project", found, matched, notes)
     if p >= 2 * g + 2:
@@ -135,6 +183,39 @@ def _classify(data: RoutingStrategyInput) -> Classification:
         return Classification("project", 0.7, reason, found, matched, notes)
     notes.append("ambiguous between project and User Bank: both, with conservative tags")
     return Classification("both", 0.6, "ambiguous project/User Bank content", found, matched, notes)
+
+
+def _order(category: str, order: tuple[str, ...]) -> int:
+    return order.index(category) if category in order else len(order)
+
+
+# Signals that count only in the user's own words (:func:`_classify` drops them from everything else).
+_USER_ONLY = frozenset({"global", "durable", "one-off", "request"})
+
+
+class UserBankEvidence(NamedTuple):
+    """How sure a chunk's own words make it that it belongs in the User Bank (README, "Routing confidence")."""
+
+    candidate: bool
+    confidence: float
+
+
+def _user_bank_evidence(user: SignalMatches, mission: int) -> UserBankEvidence:
+    """A User Bank candidate needs a statement about the user in the user's own words (a preference, an identity,
+    a cross-project habit or a communication style). Its confidence is 0.6 plus 0.1 for each kind of evidence:
+    the statement; a second statement, or an identity (who someone is does not change per project); a
+    durable marker ("always", "in every project", "from now on"); the user asking for it to be remembered; the
+    User Bank mission's words. One phrase is one or two kinds (0.70–0.80); the threshold is 0.80."""
+    statements = user.label_set("global")
+    if not statements:
+        return UserBankEvidence(False, 0.5)
+    kinds = 1
+    kinds += sum(n for (category, _), n in user.labels.items() if category == "global") >= 2 or (
+        "identity" in statements)
+    kinds += user.has("durable", "durable marker") or "cross-project workflow" in statements
+    kinds += user.has("request", "memory request")
+    kinds += mission
+    return UserBankEvidence(True, round(min(0.95, 0.6 + 0.1 * kinds), 2))
 
 
 class ProjectGlobalDefault:
