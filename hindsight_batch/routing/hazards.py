@@ -186,7 +186,7 @@ def _own_phone(line: str) -> bool:
                      r"|\bmeu\s+(?:telefone|número|celular)", line) is not None
 
 
-_ACK_WORDS = frozenset(
+_ACK_TEXT = (
     "ok okay k kk okey oki yes yep yeah yup sure no nope thanks thank thx ty tysm cheers great good nice cool "
     "perfect awesome excellent brilliant lovely fine alright right understood got it done sounds looks lgtm "
     "works worked that this is will do go ahead please continue proceed you so much a lot very much welcome "
@@ -194,8 +194,9 @@ _ACK_WORDS = frozenset(
     "danke schön vielen dank gut prima genau passt merci beaucoup parfait d'accord très bien gracias muchas vale "
     "perfecto genial bueno obrigado obrigada muito certo beleza ótimo ありがとう ありがとうございます 了解 了解です "
     "はい いいね 完璧 わかりました 承知しました 谢谢 好的 glad to help happy let me know if need anything else i "
-    "it's that's all for now".split()
+    "it's that's all for now"
 )
+_ACK_WORDS = frozenset(_ACK_TEXT.split())
 
 
 def acknowledgement(text: str) -> bool:

@@ -23,6 +23,9 @@ SKIP_REASONS: tuple[SkipReason, ...] = (
     "memory-echo", "personal-data",
 )
 
+# The matched-signal label of text addressed to an AI or a memory system (the import summary counts these chunks).
+PROMPT_INJECTION = "prompt injection"
+
 # The high confidence band (routing/strategy.py lists the bands).
 HIGH_CONFIDENCE = 0.8
 # A write to the User Bank alone needs at least this confidence; below it the route becomes ``both``.

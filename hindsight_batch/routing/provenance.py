@@ -74,7 +74,7 @@ def split_pasted(text: str) -> tuple[str, str]:
 
         text = _PASTED_SPAN.sub(keep, text)
     if _PASTED_LINE.search(text):
-        written = []
+        written: list[str] = []
         for line in text.split("\n"):
             (pasted if _PASTED_LINE.match(line) else written).append(line)
         text = "\n".join(written)

@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
+from hindsight_batch.routing.hazards import (
+    acknowledgement,
+    memory_echo,
+    prompt_injection,
+    third_party_personal_data,
+)
 from hindsight_batch.routing.models import (
+    PROMPT_INJECTION,
     USER_BANK_MIN_CONFIDENCE,
     MemoryRoute,
     MemoryRouteDecision,
@@ -28,12 +35,6 @@ from hindsight_batch.routing.models import (
     RoutingStrategyInput,
     SignalCategory,
     SkipReason,
-)
-from hindsight_batch.routing.hazards import (
-    acknowledgement,
-    memory_echo,
-    prompt_injection,
-    third_party_personal_data,
 )
 from hindsight_batch.routing.provenance import authored
 from hindsight_batch.routing.signals import SignalMatches, find_signals, mission_hits, mission_terms
@@ -78,8 +79,8 @@ def _skip(
 def _classify(data: RoutingStrategyInput) -> Classification:
     parts = authored(data.content)
     if parts.memory_block:
-        notes = ["injected Hindsight memory (S1): import drops it, nothing of it is retained"]
-        return _skip(0.95, "recalled memory block (S1)", SignalMatches(), ["memory block"], notes, "memory-echo")
+        s1 = ["injected Hindsight memory (S1): import drops it, nothing of it is retained"]
+        return _skip(0.95, "recalled memory block (S1)", SignalMatches(), ["memory block"], s1, "memory-echo")
     # User Bank statements count only in the user's own words; everything else is read for project and skip
     # signals. The context string (the session's) is the tool's own: it counts for project signals only.
     user = find_signals(parts.user) if parts.user.strip() else SignalMatches()
@@ -89,7 +90,7 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     other_lower = "\n".join(part for part in (parts.agent, parts.read) if part).lower()
     injection = prompt_injection(user_lower, other_lower)
     if injection:
-        found.labels[("skip", "prompt injection")] += 1
+        found.labels[("safety", PROMPT_INJECTION)] += 1
     order = ("skip", "global", "project")
     matched: list[str] = [label for (cat, label) in sorted(found.labels, key=lambda k: _order(k[0], order))]
     notes: list[str] = []
@@ -138,12 +139,13 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     decision = evidence.candidate or p >= 2
     if memory_echo(f"{user_lower}\n{other_lower}"):
         matched.append("memory echo")
+        decision = p >= 2  # a preference in quoted memory is the memory's, not a new one
         if not decision:
             notes.append("earlier memory quoted back: not retained again (S1)")
             return _skip(0.85, "recalled memory quoted back", found, matched, notes, "memory-echo")
         notes.append("holds earlier memory quoted back: never the User Bank")
         evidence = evidence._replace(candidate=False)
-    mostly_output = found.text_lines >= 2 and (
+    mostly_output = found.output_lines >= 1 and (
         found.output_ratio >= 0.8 or (found.output_ratio >= 0.5 and not decision)
     ) and not (decision and found.output_lines < found.text_lines)
     if mostly_output:
