@@ -23,10 +23,10 @@ _INJECTION_ANY = re.compile(
     rf"\b{_AI}\s+(?:that\s+(?:are\s+|is\s+)?|who\s+(?:are\s+|is\s+)?)?(?:reading|processing|parsing|indexing|"
     r"ingesting|summari[sz]ing|scanning|seeing|consuming|reads?|process(?:es)?|sees?)\s+(?:this|these)\b"
     rf"|\bnotes?\s+(?:to|for)\s+(?:any\s+|all\s+|the\s+|future\s+|an?\s+)?(?:{_AI}|memory|memories)\b"
-    r"|\b(?:store|save|add|write|record|persist|put|keep|commit|memori[sz]e|remember)\s+(?:this|that|these|the"
-    r"\s+following|it)(?:\s+[\w'-]+){0,3}?\s+(?:globally|permanently|forever|(?:in|into|to)\s+(?:your\s+|the\s+)?"
-    r"(?:memory|memories|user\s+bank|global\s+memory|long-term\s+memory|memory\s+bank)|for\s+(?:all|every|future)"
-    r"\s+(?:sessions?|projects?|repos?|repositories|conversations?))"
+    rf"|\b(?:to|for)\s+(?:any|all|every)\s+{_AI}"
+    rf"|\b(?:important|attention|note|notice|instructions?|message|psa|reminder|warning)\s*+[:,]?\s+(?:for|to)\s+"
+    rf"(?:all\s+|any\s+|the\s+)?{_AI}"
+    r"|\bi\s+am\s+the\s+user\b|\[system\]|\bmemory\s+update\s*:|\buser\s+preference\s*="
     r"|\bignore\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|earlier|above|preceding|former)\s+"
     r"(?:instructions|prompts?|rules|directions)"
     r"|<!--\s*(?:ai|agents?|llms?|assistants?|claude|copilot|gpt|bots?|memory)\b"
@@ -37,17 +37,26 @@ _INJECTION_ANY = re.compile(
     r"|\bnotas?\s+(?:para|a)\s+(?:la\s+|el\s+|a\s+|o\s+|los\s+|las\s+|os\s+|as\s+)?(?:ia|ias|llms?|agentes?|"
     r"asistentes?|assistentes?|modelos?)\b"
     r"|\b(?:ia|ias|llms?|asistentes|assistentes|agentes)\s+que\s+(?:lean|leen|lêem|leem|lee|lê)\b"
-    r"|(?:ai|llm|エージェント|アシスタント)(?:への|に)(?:注意|メモ|指示|お知らせ)"
+    r"|(?:ai|llm|エージェント|アシスタント)(?:への|に)(?:注意|メモ|指示|お知らせ)|(?:エージェント|アシスタント)へ[:：、]"
     r"|これを読んでいる(?:ai|llm|アシスタント|エージェント)",
 )
 _INJECTION_ANY_GATE = ("reading", "processing", "parsing", "indexing", "ingesting", "summari", "scanning", "seeing",
-                       "consuming", "read", "process", "sees", "note", "globally", "permanently", "forever",
-                       "memory", "memories", "user bank", "ignore", "<!--", "hinweis", "lesen", "lisez", "lisent",
-                       "lit ", "nota", "lean", "leen", "lêem", "leem", "lee ", "lê ", "への", "読んで")
+                       "consuming", "read", "process", "sees", "note", "memory", "memories", "ignore", "<!--",
+                       "hinweis", "lesen", "lisez", "lisent", "lit ", "nota", "lean", "leen", "lêem", "leem", "lee ",
+                       "lê ", "への", "読んで", "へ", " to ", " for ", "the user", "[system]", "preference")
 # In what the agent read or wrote only: claims about the user's preferences, orders to remember something in
 # every repo, greetings to an AI. The user may write "remember that I use tabs in every repo"; a README may not.
 _INJECTION_READ = re.compile(
-    r"\bthe\s+user(?:'s)?\s+(?:always\s+|really\s+|strongly\s+|now\s+)?(?:prefers?|preferred|preference|wants|"
+    r"\b(?:store|save|add|write|record|persist|put|keep|commit|memori[sz]e|remember)\s+(?:this|that|these|the"
+    r"\s+following|it)(?:\s+[\w'-]+){0,3}?\s+(?:globally|permanently|forever|(?:in|into|to)\s+(?:your\s+|the\s+)?"
+    r"(?:[\w-]+\s+){0,2}(?:memory|memories|user\s+bank|memory\s+bank)|for\s+(?:all|every|future)"
+    r"\s+(?:sessions?|projects?|repos?|repositories|conversations?))"
+    r"|\bapply\s+(?:this\s+|it\s+)?globally|\bglobal(?:ly)?\s+(?:memory|user\s+memory)"
+    r"|\b(?:l'utilisateur|der\s+benutzer|die\s+benutzerin|el\s+usuario|la\s+usuaria|o\s+usuário|o\s+utilizador)\s+"
+    r"(?:\w+\s+)?(?:préfère|veut|aime|souhaite|möchte|bevorzugt|will|mag|prefiere|quiere|prefere|quer|gosta)"
+    r"|\b(?:mémorisez|mémorise|merken|speichern|guarda|guárdalo|salve|salva|memorize|memoriza)[\w-]*\s+"
+    r"(?:\w+\s+)?(?:globalement|global|globalmente)|\bglobal\s+speichern|グローバルメモリ|ユーザーは"
+    r"|\bthe\s+user(?:'s)?\s+(?:always\s+|really\s+|strongly\s+|now\s+)?(?:prefers?|preferred|preference|wants|"
     r"likes|loves|hates|requires|approves|has\s+approved|allows|insists|name\s+is|is\s+called)"
     r"|\b(?:remember|memori[sz]e|note|store|save|record)\b[^.\n]{0,160}?\b(?:in|across|for|on)\s+(?:every|all|"
     r"any|each)\s+(?:(?:of\s+)?(?:their|his|her|the|your|my)\s+)?(?:repos?|repositories|projects?|codebases?|"
@@ -55,8 +64,10 @@ _INJECTION_READ = re.compile(
     rf"|\b(?:attention|dear|hey|hello|hi|instructions?\s+(?:to|for)|message\s+(?:to|for)|to\s+all|psa\s+for)\s*"
     rf"[:,]?\s+(?:the\s+|any\s+|all\s+)?{_AI}\b",
 )
-_INJECTION_READ_GATE = ("the user", "remember", "memori", "note", "store", "save", "record", "attention", "dear",
-                        "hey", "hello", "hi ", "instruction", "message", "to all", "psa")
+_INJECTION_READ_GATE = ("the user", "remember", "memori", "mémori", "note", "store", "save", "record", "attention",
+                        "dear", "hey", "hello", "hi ", "instruction", "message", "to all", "psa", "global",
+                        "utilisateur", "benutzer", "usuario", "usuária", "usuário", "utilizador", "speicher",
+                        "guarda", "salv", "ユーザー", "グローバル")
 
 
 def prompt_injection(user_text: str, other_text: str) -> bool:
@@ -71,10 +82,12 @@ def prompt_injection(user_text: str, other_text: str) -> bool:
 
 
 _ECHO = re.compile(
-    r"\b(?:from|according\s+to|based\s+on|per|in|using)\s+(?:your|my|the\s+user's)\s+(?:stored\s+|saved\s+|"
+    r"\b(?:from|according\s+to|based\s+on|per)\s+(?:your|my|the\s+user's)\s+(?:stored\s+|saved\s+|"
     r"long-term\s+|hindsight\s+)?(?:memory\s+banks?|memories|memory|user\s+bank|stored\s+preferences|saved\s+"
     r"preferences|recalled\s+memories)\b(?!\s+(?:usage|leak|footprint|limit|allocation|pressure|consumption))"
     r"|\bfrom\s+the\s+(?:memory\s+bank|user\s+bank)\b"
+    r"|\bwhat\s+(?:the\s+)?(?:memory|memories|hindsight|the\s+memory\s+bank)\s+(?:returned|says|said|recalled|holds|has"
+    r"|gave|shows)\b|\bmemory\s+(?:returned|results?|search\s+returned)\b"
     r"|\bhindsight\s+(?:memory|memories|recall|recalled)\b"
     r"|\brecalled\s+(?:memories|memory|facts|preferences|context)\b"
     r"|\b(?:i|i've|we|we've)\s+recalled\b|\bmemory\s+recall\b|\brelevant\s+memories\b"
@@ -107,9 +120,9 @@ _PHONE_WORDS = re.compile(
     r"|telefon|handy|rufnummer|nummer|téléphone|portable|numéro|teléfono|celular|móvil|número|telefone|telemóvel)\b"
     r"|電話|携帯|番号",
 )
-_PHONE = re.compile(r"(?<![\w.:/#=-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}[ .-]\d{2,4}[ .-]?\d{2,5}"
-                    r"(?:[ .-]\d{2,4})?(?![\w.:/-])")
-_INTERNATIONAL = re.compile(r"(?<![\w+])\+\d{1,3}[ .-]?\(?\d{1,4}\)?(?:[ .-]?\d{2,4}){2,4}(?![\w])")
+_PHONE = re.compile(r"(?<![0-9A-Za-z_.:/#=-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}[ .-]\d{2,4}[ .-]?\d{2,5}"
+                    r"(?:[ .-]\d{2,4})?(?![0-9A-Za-z_.:/-])")
+_INTERNATIONAL = re.compile(r"(?<![0-9A-Za-z_+])\+\d{1,3}[ .-]?\(?\d{1,4}\)?(?:[ .-]?\d{2,4}){2,4}(?![0-9A-Za-z_])")
 _ID_WORDS = re.compile(
     r"\b(?:ssn|social\s+security|national\s+(?:id|insurance|identity)|passport|id\s+(?:number|card|no)|tax\s+id|"
     r"dni|nie|nif|cpf|rg|steuer-?id|steueridentifikationsnummer|personalausweis|insee|sécurité\s+sociale|"
@@ -155,6 +168,15 @@ def _person_address(local: str, domain: str) -> bool:
     return any(c.isalpha() for c in base)
 
 
+_IBAN = re.compile(r"\b[a-z]{2}\d{2}(?:[ ]?[a-z0-9]{4}){3,7}(?:[ ]?[a-z0-9]{1,3})?\b")
+_STREET = re.compile(
+    r"\b\d{1,5}[a-z]?\s+(?:[a-z][\w'-]*\s+){1,3}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd"
+    r"|way|court|ct|place|pl|square|sq|terrace)\b|\b(?:rue|calle|rua|avenida|av\.)\s+[\w' -]{2,40},?\s*\d{1,5}\b"
+    r"|\b[\w-]+(?:straße|strasse|weg|gasse|platz)\s+\d{1,5}\b"
+)
+_ID_VALUE = re.compile(r"\b[a-z]{0,2}\d[\d .-]{6,20}\d[a-z]?\b")
+
+
 def third_party_personal_data(text: str, lower: str) -> str | None:
     """What kind of another person's personal data ``text`` holds ("phone number", "national id", "e-mail
     address"), or None. A phone number or id needs its word on the same line (or a ``+`` country code); an address
@@ -164,14 +186,20 @@ def third_party_personal_data(text: str, lower: str) -> str | None:
         for line in lower.split("\n"):
             if sum(c.isdigit() for c in line) < 7:
                 continue
-            if _ID_WORDS.search(line) and _NATIONAL_ID.search(line):
+            if _ID_WORDS.search(line) and (_NATIONAL_ID.search(line) or _ID_VALUE.search(line)):
                 return "national id"
+            if "iban" in line and _IBAN.search(line) and not _own_phone(line):
+                return "bank account"
             if re.search(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3}\.\d{3}\.\d{3}-\d{2}\b", line):
                 return "national id"
             if _INTERNATIONAL.search(line) and not _OWN_ADDRESS.search(line) and not _own_phone(line):
                 return "phone number"
             if _PHONE_WORDS.search(line) and _PHONE.search(line) and not _own_phone(line):
                 return "phone number"
+    if "address" in lower or "adresse" in lower or "dirección" in lower or "endereço" in lower or "住所" in lower:
+        for line in lower.split("\n"):
+            if _STREET.search(line) and not re.search(r"\bmy\s+(?:\w+\s+)?address|\bmeine\s+adresse", line):
+                return "postal address"
     if "@" in text:
         own = _OWN_ADDRESS.search(lower) is not None
         for match in _EMAIL.finditer(text):
@@ -194,14 +222,20 @@ _ACK_TEXT = (
     "danke schön vielen dank gut prima genau passt merci beaucoup parfait d'accord très bien gracias muchas vale "
     "perfecto genial bueno obrigado obrigada muito certo beleza ótimo ありがとう ありがとうございます 了解 了解です "
     "はい いいね 完璧 わかりました 承知しました 谢谢 好的 glad to help happy let me know if need anything else i "
-    "it's that's all for now"
+    "it's that's all for now you're de rien gern geschehen nada por hi hello hey how can stored saved bitte gerne "
+    "avec plaisir con gusto meet anytime helped on problem どういたしまして sounds"
 )
 _ACK_WORDS = frozenset(_ACK_TEXT.split())
 
 
-def acknowledgement(text: str) -> bool:
-    """The whole text is a short acknowledgement: at most 12 words, each of them one of :data:`_ACK_WORDS`."""
-    if len(text) > 160:
+_WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]")
+
+
+def acknowledgement(user_text: str, agent_text: str) -> bool:
+    """The user's words are a short acknowledgement (at most 8 words, each of them one of :data:`_ACK_WORDS`) and
+    the agent's reply, if any, is a sentence or two (at most 16 words): nothing else was said."""
+    if len(user_text) > 100 or len(agent_text) > 200:
         return False
-    words = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?|[\U0001F300-\U0001FAFF\u2600-\u27BF]", text.lower())
-    return 0 < len(words) <= 12 and all(word in _ACK_WORDS for word in words)
+    words = _WORDS.findall(user_text.lower())
+    return 0 < len(words) <= 8 and all(word in _ACK_WORDS for word in words) and (
+        len(_WORDS.findall(agent_text)) <= 16)

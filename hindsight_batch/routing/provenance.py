@@ -43,12 +43,18 @@ class Authored:
 
     user: str  # the user's own words: user messages and plain text, without what was pasted into them
     agent: str  # assistant text and thinking, summaries, custom messages
-    read: str  # tool calls and results, commands and their output, and what the user pasted
+    read: str  # tool calls, commands, what the user pasted, any other field of a record
+    output: str = ""  # what tools and commands returned: tool results, bashExecution output
     memory_block: bool = False  # some text starts with an injected-memory marker (S1: import drops it whole)
 
     @property
+    def others(self) -> str:
+        """Everything the user did not write."""
+        return "\n".join(part for part in (self.agent, self.read, self.output) if part)
+
+    @property
     def all(self) -> str:
-        return "\n".join(part for part in (self.user, self.agent, self.read) if part)
+        return "\n".join(part for part in (self.user, self.agent, self.read, self.output) if part)
 
 
 def _strings(value: Any, out: list[str]) -> None:
@@ -88,7 +94,7 @@ def _user_text(text: str, user: list[str], read: list[str]) -> None:
         read.append(pasted)
 
 
-def _record(message: dict[str, Any], user: list[str], agent: list[str], read: list[str]) -> bool:
+def _record(message: dict[str, Any], user: list[str], agent: list[str], read: list[str], output: list[str]) -> bool:
     """Sort one projected message's text; True if a text of it starts with injected memory."""
     role = message.get("role")
     content = message.get("content")
@@ -105,11 +111,13 @@ def _record(message: dict[str, Any], user: list[str], agent: list[str], read: li
                 if role == "user":
                     _user_text(text, user, read)
                 else:
-                    (agent if role in _AGENT_ROLES else read).append(text)
+                    (agent if role in _AGENT_ROLES else output if role == "toolResult" else read).append(text)
             elif kind == "toolCall":
                 _strings(block.get("arguments"), read)
-    rest = {key: value for key, value in message.items() if key not in ("role", "content")}
-    _strings(rest, read)  # bashExecution's command and output; any other field of a record
+    if isinstance(message.get("output"), str):
+        output.append(message["output"])  # bashExecution
+    rest = {key: value for key, value in message.items() if key not in ("role", "content", "output")}
+    _strings(rest, read)  # bashExecution's command; any other field of a record
     return memory
 
 
@@ -118,6 +126,7 @@ def authored(content: str) -> Authored:
     user: list[str] = []
     agent: list[str] = []
     read: list[str] = []
+    output: list[str] = []
     plain: list[str] = []
     memory = False
 
@@ -147,6 +156,6 @@ def authored(content: str) -> Authored:
         if message is None:
             _strings(value, read)
         else:
-            memory = _record(message, user, agent, read) or memory
+            memory = _record(message, user, agent, read, output) or memory
     flush_plain()
-    return Authored("\n".join(user), "\n".join(agent), "\n".join(read), memory)
+    return Authored("\n".join(user), "\n".join(agent), "\n".join(read), "\n".join(output), memory)

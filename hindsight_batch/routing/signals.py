@@ -45,8 +45,10 @@ _ROLE_WORDS = ("(engineer|developer|dev|programmer|designer|manager|student|rese
 _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("global", "preference", (
         "i (always|really|generally|usually|strongly|much|definitely|) (prefer|like|love|hate|dislike|enjoy)",
-        "i (don't|do not|never) (like|want|enjoy)", "i can't stand", "i'm (a|) (big|huge|) fan of",
-        "my (preference|preferred|favorite|favourite|preferences)", "(i'd|i would) (rather|prefer)",
+        "i (don't|do not|never) (like|want|enjoy)", "i can't stand", "(i'm|i am) (not|) (a|) (big|huge|) fan of",
+        "i (won't|will not|don't|do not|never) (use|write|run|touch|install|accept)",
+        "my (preference|preferred|favorite|favourite|preferences|rule|rules|convention|conventions|policy"
+        "|default|defaults|standard|standards)", "(i'd|i would) (rather|prefer)",
         "please (always|never)", "(i|i've) (always|never|usually|normally|typically|generally|mostly) "
         "(use|used|write|wrote|want|run|put|add|pick|choose|keep|do|work|start|go|make|name|format|commit|review"
         "|test|read|avoid|ask|rebase|squash|push|deploy|code|sign|indent|structure)",
@@ -67,7 +69,10 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("global", "identity", (
         "my (pronouns|handle|username|timezone|birthday|nationality) (is|are)", "my time zone is",
         "my (native|first|mother) (language|tongue) is", "my job title is", "my pronouns", "my role is",
-        "i go by", "my name's", "(i'm|i am) (based|located) in", "(i'm|i am) from", "i come from",
+        "i go by", "my name's", "(i'm|i am) (a|an) native", "my (second|native|first|mother) (language|tongue)",
+        "i work from", "i use (they|he|she) (them|him|her)", "(i'm|i am) (colorblind|colourblind|color-blind"
+        "|colour-blind|dyslexic|deaf|left-handed|neurodivergent|autistic|visually impaired|hard of hearing)",
+        "(i'm|i am) (based|located) in", "(i'm|i am) from", "i come from",
         "(i've|i have) been (a|an) " + _ROLE_WORDS,
         "i work as", "i work remotely", "i live in",
         "ich heiße", "mein name ist", "(nenn|nennt) mich", "ich wohne in", "ich lebe in", "ich komme aus",
@@ -80,43 +85,63 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "minha língua materna é",
     )),
     ("global", "cross-project workflow", (
-        "(across|in|for|on) all (of|) my (projects|repos|repositories|codebases|work)",
         "my (usual|general|personal|normal|standard|) (workflow|habit|habits|dotfiles|routine|process)",
-        "my (editor|shell|terminal|git|dev) (setup|config)", "whenever i", "every time i",
-        "in (allen|all) meinen projekten", "dans tous mes projets", "en todos mis proyectos",
-        "em todos os meus projetos",
+        "my (editor|shell|terminal|git|dev) (setup|config)", "(that's|that is) my (shell|editor|terminal|os)",
+        "whenever i", "every time i", "wherever i",
     )),
     ("global", "communication style", (
         "(terse|concise|brief|short|detailed|shorter|longer) (answers|replies|responses|explanations)",
         "(reply|respond|answer|talk|write|speak) (to me|) (always|) in (english|german|french|spanish|japanese"
         "|chinese|portuguese|italian|dutch|polish|russian|korean)",
         "no (emoji|emojis)", "(communication|response|writing) style",
+        "keep (replies|answers|responses|explanations) (short|brief|concise|terse)",
+        "(answer|reply|respond|write) (to me|) in bullet points",
         "(antworte|antworten|schreib|schreibe|sprich) (mir|) (bitte|immer|) (auf|in) (deutsch|englisch"
         "|französisch|spanisch)", "(kurze|knappe|ausführliche) antworten",
         "(réponds|réponds-moi|répondez|répondez-moi|écris-moi) (toujours|) en (français|anglais|allemand"
-        "|espagnol)", "(réponses|explications) (courtes|concises|brèves|détaillées)",
+        "|espagnol)", "(réponses|explications) (courtes|concises|brèves|détaillées)", "réponses en (français|anglais)",
         "(responde|respóndeme|respondeme|contesta|contéstame|escríbeme) (siempre|) en (español|inglés|ingles"
         "|alemán|francés|portugués)", "respuestas (cortas|breves|concisas|detalladas)",
         "(responda|responde|responde-me|respondam|escreva) (sempre|) em (português|portugues|inglês|ingles"
         "|alemão|francês|espanhol)", "respostas (curtas|breves|concisas|detalhadas)",
     )),
-    ("durable", "durable marker", (
-        "always", "never", "usually", "generally", "in general", "by default", "from now on", "going forward",
-        "in (the|) future", "every time", "whenever", "everywhere", "globally", "cross-project", "as a rule",
-        "across (all|) (of|) (my|our|) (projects|repos|repositories|codebases)",
-        "(in|for|on) (every|any|each) (project|repo|repository|codebase)",
-        "(in|for|on) all (of|) (my|) (projects|repos|repositories|codebases)",
-        "regardless of (the|) (project|repo)", "no matter (the|which|what) (project|repo)",
-        "whatever we're working on", "whatever we are working on", "whatever the project",
-        "immer", "nie", "niemals", "grundsätzlich", "generell", "stets", "überall", "ab jetzt", "künftig",
-        "in zukunft", "projektübergreifend", "in (jedem|allen) (projekt|projekten|repo|repos)",
-        "toujours", "jamais", "en général", "généralement", "par défaut", "désormais", "à l'avenir", "partout",
-        "dans (tous|chaque) (les|mes|) (projets|projet|dépôts|dépôt)", "siempre", "nunca", "generalmente",
-        "por defecto", "de ahora en adelante", "en el futuro", "en todas partes",
-        "en (todos|cada) (los|mis|) (proyectos|proyecto|repositorios|repositorio)", "sempre", "em geral",
-        "geralmente", "por padrão", "daqui em diante", "a partir de agora", "no futuro", "em todo lugar",
+    ("scope", "cross-project scope", (
+        "globally", "cross-project", "everywhere", "wherever (i|we|you) (work|go|am|are|code)", "global memory",
+        "(across|in|for|on|to) (all|every|any|each) (of|) (my|our|the|) (projects|project|repos|repo|repositories"
+        "|repository|codebases|codebase|sessions|session|machines|machine|conversations|languages)",
+        "every (project|repo|repository|codebase) (of mine|i own|i work on|i touch)",
+        "(every|any) (project|repo|repository|codebase)", "all (my|of my) (projects|repos|repositories|codebases"
+        "|work|code|sessions|machines|logs)", "all (projects|repos|repositories|codebases|sessions)",
+        "whatever (project|repo) (we're|we are|i'm|i am) in", "whatever we're working on",
+        "whatever we are working on", "whatever the project", "whatever project", "regardless of (the|) (project|repo)",
+        "no matter (the|which|what) (project|repo)", "for all future (sessions|projects|conversations)",
+        "überall", "projektübergreifend", "in (jedem|allen) (projekt|projekten|repo|repos)",
+        "(in|bei) (keinem|jedem|allen) (meiner|meinen|meinem) (repos|projekte|projekten|repositories|projekt|repo)",
+        "egal in welchem (projekt|repo)", "egal (welches|welcher) (projekt|repo)", "in allen meinen projekten",
+        "partout", "dans (tous|chaque) (les|mes|) (projets|projet|dépôts|dépôt)", "(pour|sur) tous mes projets",
+        "globalement", "mémoire globale", "quel que soit le projet", "en todas partes",
+        "en (todos|cada) (los|mis|) (proyectos|proyecto|repositorios|repositorio)",
+        "en (ningún|cualquier) (proyecto|repositorio|repo)", "memoria global", "globalmente",
+        "sea cual sea el proyecto", "em todo lugar", "em toda parte",
         "em (todos|cada) (os|) (meus|) (projetos|projeto|repositórios|repositório)",
+        "em (nenhum|qualquer) (projeto|repositório|repo)", "memória global",
     )),
+    ("durable", "durable marker", (
+        "always", "never", "(don't|do not) ever", "generally", "in general", "by default",
+        "from now on", "going forward", "in (the|) future", "every time", "whenever", "as a rule",
+        "all the time", "immer", "nie", "niemals", "grundsätzlich", "generell", "stets", "ab jetzt", "künftig",
+        "in zukunft", "toujours", "jamais", "en général", "généralement", "par défaut", "désormais", "à l'avenir",
+        "siempre", "nunca", "generalmente", "por defecto", "de ahora en adelante", "en el futuro", "sempre",
+        "em geral", "geralmente", "por padrão", "daqui em diante", "a partir de agora", "no futuro",
+    )),
+    ("habit", "first-person habit", (
+        "i (work|write|use|keep|commit|code|structure|name|format|test|review|run|deploy|want|build|document"
+        "|squash|rebase|sign|indent|put|start|do|avoid|stick)", "(i'm|i am) (always|usually|mostly) (on|using|in"
+        "|working)", "ich (arbeite|schreibe|nutze|benutze|verwende|programmiere)", "j'utilise",
+        "je (travaille|code|programme|écris|veux)", "(uso|escribo|trabajo|programo)", "eu (uso|escrevo|trabalho)",
+        "(uso|escrevo|trabalho|programo)",
+    )),
+    ("directive", "instruction", ()),  # an imperative at a clause's start: :data:`_DIRECTIVE`
     ("one-off", "one-off instruction", (
         "just this once", "only this once", "just once", "this time", "this one time", "for this (task|one|file"
         "|function|session|change|pr|ticket|branch|commit|run|answer|reply|question|conversation|script|bug|issue)",
@@ -129,13 +154,18 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     )),
     ("request", "memory request", (
         "remember (that|this)", "please remember", "for future reference", "keep in mind", "note that i",
-        "for the record", "don't forget that", "merk dir", "denk (daran|dran)", "souviens-toi", "retiens (que|bien)",
-        "rappelle-toi", "recuerda (que|esto)", "ten en cuenta", "lembre-se", "lembra (que|disso)",
+        "for the record", "don't forget that", "merk dir", "denk (daran|dran)", "souviens-toi", "retiens",
+        "mémorise", "memoriza", "memorize", "recuerda", "(store|save|keep) (this|that)",
+        "add (this|that) to (your|my) memory",
+        "rappelle-toi", "ten en cuenta", "lembre-se", "lembra (que|disso)",
         "tenha em mente",
     )),
     ("project", "project reference", (
         "this (repo|repository|project|codebase|package|crate|library|service|app)",
-        "our (repo|codebase|project|service|api|backend|frontend|importer|cli)", "in the (repo|codebase)",
+        "our (repo|codebase|project|service|api|backend|frontend|importer|cli|app|gateway)", "in the (repo|codebase)",
+        "(in|für|bei) (diesem|dieses|unserem) (repo|projekt|repository|code|service|dienst)",
+        "(dans|pour|de) ce (projet|dépôt|repo|service|code)", "(en|para|de) este (proyecto|repositorio|repo|servicio)",
+        "(neste|deste|nesse|desse) (projeto|repositório|repo|serviço)",
     )),
     ("project", "architecture", (
         "architecture", "(data|control|request) flow",
@@ -144,10 +174,15 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "|components|layers|queues|workers|databases|parsers|readers|routers|handlers|adapters|interfaces)",
     )),
     ("project", "implementation decision", (
+        "(decided|decision|chose|conclusion|deterministic|idempotent|idempotency|décision|decisión|decisão"
+        "|entscheidung|entschieden)", "switch to", "switched to", "instead of", "(we'll|we will) (use|move|switch"
+        "|rename|vendor|drop|keep|add|cap|pin|adopt|go)", "going with", "(settles|settled) it", "the plan is",
+        "we agreed", "agreed on", "(we're|we are) going to",
+    )),
+    ("project", "code work", (
         "(implement|implemented|implementation|implements|implementing|refactor|refactored|refactoring|refactors"
-        "|decided|decision|chose|fix|fixed|fixes|bug|regression|function|class|method|config|configuration"
-        "|dependency|dependencies|deterministic|idempotent|idempotency|test|tests|tested|testing)",
-        "switch to", "switched to", "instead of",
+        "|fix|fixed|fixes|bug|regression|function|class|method|config|configuration|dependency|dependencies"
+        "|test|tests|tested|testing)",
     )),
     ("project", "delivery state", (
         "pull (request|requests)",
@@ -248,6 +283,9 @@ _PATTERNS: tuple[_Pattern, ...] = (
          (("i", "live"), "i"), (("i", "am", "based"), "i"), (("i", "work"), "i"), (("i'm",), "i'm"),
          (("i", "am"), "i"), (("ich", "bin"), "ich"), (("je", "suis"), "je"), (("soy",), "soy"), (("sou",), "sou"),
          (("eu", "sou"), "eu"))),
+    _Pattern("global", "preference", re.compile(
+        r"\bi(?:'m|\s++am)\s++(?:an?\s++)(?:[\w+#.-]++\s++){1,2}(?:user|person|fan|guy|girl|nerd|addict|purist)\b",
+        re.I), ((("i'm",), "i'm"), (("i", "am"), "i"))),
     _Pattern("project", "delivery state", re.compile(
         r"\b(?:PR|[Pp]ull request|[Ii]ssue|[Tt]icket)\s*+#?\d++\b|\bTODO\b|\bCI\b|\bv\d++\.\d++(?:\.\d++)?\b"
         r"|\bcommit\s++[0-9a-f]{7,40}+\b"),
@@ -270,20 +308,34 @@ _CJK_PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "日本語で答え", "日本語で返", "日本語で回答", "英語で答え", "英語で返", "簡潔に答え", "簡潔な回答",
         "短く答え", "用中文回答", "用英文回答", "简短回答",
     )),
-    ("global", "cross-project workflow", (
-        "すべてのプロジェクトで", "全てのプロジェクトで", "どのプロジェクトでも", "すべてのリポジトリ",
-        "全てのリポジトリ", "所有项目中", "在所有项目",
+    ("scope", "cross-project scope", (
+        "すべてのプロジェクト", "全てのプロジェクト", "どのプロジェクトでも", "全プロジェクト", "すべてのリポジトリ",
+        "全てのリポジトリ", "どのリポジトリでも", "グローバル", "所有项目", "每个项目", "全局",
     )),
     ("durable", "durable marker", (
-        "いつも", "常に", "必ず", "すべてのプロジェクト", "全てのプロジェクト", "どのプロジェクトでも",
-        "どのリポジトリでも", "全プロジェクト", "今後は", "これからは", "普段", "基本的に", "毎回",
-        "总是", "始终", "所有项目", "每个项目", "以后",
+        "いつも", "常に", "必ず", "今後は", "これからは", "普段", "基本的に", "毎回", "总是", "始终", "以后",
     )),
+    ("project", "project reference", ("このリポジトリ", "このプロジェクト", "このサービス", "本项目", "这个项目")),
+    ("project", "implementation decision", ("決めました", "決定", "决定")),
     ("one-off", "one-off instruction", (
         "今回だけ", "今回は", "このタスクでは", "このタスクだけ", "今だけ", "とりあえず", "这次", "只这一次",
         "这一次",
     )),
     ("request", "memory request", ("覚えておいて", "記憶して", "忘れないで", "记住")),
+)
+# An instruction: an imperative verb where a clause starts ("Whatever project we're in, explain …"). A User Bank
+# statement only with a cross-project scope (strategy.py): alone, "always run the linter" is as likely a project's
+# rule as the user's.
+_DIRECTIVE = re.compile(
+    r"(?:^|[.;:,!?]\s*+|\b(?:then|and|so|but)\s++)(?:please\s++|pls\s++|plz\s++|kindly\s++|bitte\s++|por\s+favor\s++)?"
+    r"(?:always\s++|never\s++|just\s++|immer\s++|toujours\s++|siempre\s++|sempre\s++|nunca\s++)?"
+    r"(?:use|keep|write|answer|reply|respond|explain|run|ask|avoid|prefer|give|show|suggest|assume|add|put|make"
+    r"|format|name|commit|push|default|stick|talk|speak|don't|do\s+not|never|always|cite|include|mention|check"
+    r"|document|comment|sign|squash|rebase|indent|wrap|sort|pin|lead|stop|skip|follow|treat|call|address"
+    r"|verwende|nutze|benutze|schreib|schreibe|antworte|erkläre|frag|vermeide|utilise|écris|réponds|explique"
+    r"|demande|évite|utiliza|usa|escribe|responde|explica|pregunta|evita|escreva|responda|pergunte|evite"
+    r"|adicione|utilize)\b|ください|してほしい",
+    re.M,
 )
 # File names by their extension (a literal-prefix regex: one quick pass).
 _EXTENSIONS = ("py", "ts", "tsx", "js", "jsx", "mjs", "rs", "go", "java", "kt", "rb", "php", "cpp", "hpp", "cs",
@@ -443,6 +495,8 @@ def _match(text: str, labels: Counter[_Key]) -> None:
             n = sum(lower.count(phrase) for phrase in phrases)
             if n:
                 found[(category, label)] += n
+    if _DIRECTIVE.search(lower):
+        found[("directive", "instruction")] += 1
     for key in _LABEL_ORDER:  # in table order, whatever order the sets gave: the output stays deterministic
         if found[key]:
             labels[key] += found[key]

@@ -56,6 +56,11 @@ _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
     "project": ["project"], "global": ["project", "global"], "both": ["project", "global"], "skip": [],
 }
 _CATEGORIES: tuple[SignalCategory, ...] = ("skip", "global", "project")  # a decision's signals, in this order
+# The signal categories (signals.py) behind each of a decision's: a statement about the user, a cross-project
+# scope or a habit made durable are all User Bank signals; a prompt injection is a safety (skip) signal.
+_SIGNAL_PARTS: dict[SignalCategory, tuple[str, ...]] = {
+    "skip": ("skip", "safety"), "global": ("global", "scope", "habit", "directive"), "project": ("project",),
+}
 
 
 class Classification(NamedTuple):
@@ -81,17 +86,18 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     if parts.memory_block:
         s1 = ["injected Hindsight memory (S1): import drops it, nothing of it is retained"]
         return _skip(0.95, "recalled memory block (S1)", SignalMatches(), ["memory block"], s1, "memory-echo")
-    # User Bank statements count only in the user's own words; everything else is read for project and skip
-    # signals. The context string (the session's) is the tool's own: it counts for project signals only.
+    # User Bank statements count only in the user's own words; the agent's words and what the agent read or ran
+    # count for project and skip signals. The context string (the session's) is the tool's own: project only.
     user = find_signals(parts.user) if parts.user.strip() else SignalMatches()
-    others = "\n".join(part for part in (parts.agent, parts.read, data.context or "") if part)
-    found = user.merged(find_signals(others), drop=_USER_ONLY) if others.strip() else user
+    prose = user.merged(find_signals(parts.agent), drop=_USER_ONLY) if parts.agent.strip() else user
+    rest = "\n".join(part for part in (parts.read, parts.output, data.context or "") if part)
+    found = prose.merged(find_signals(rest), drop=_USER_ONLY) if rest.strip() else prose
     user_lower = parts.user.lower()
-    other_lower = "\n".join(part for part in (parts.agent, parts.read) if part).lower()
+    other_lower = parts.others.lower()
     injection = prompt_injection(user_lower, other_lower)
     if injection:
         found.labels[("safety", PROMPT_INJECTION)] += 1
-    order = ("skip", "global", "project")
+    order = ("skip", "safety", "global", "habit", "directive", "scope", "durable", "request", "one-off", "project")
     matched: list[str] = [label for (cat, label) in sorted(found.labels, key=lambda k: _order(k[0], order))]
     notes: list[str] = []
     p = found.score("project")
@@ -124,43 +130,39 @@ def _classify(data: RoutingStrategyInput) -> Classification:
         notes.append(f"another person's personal data ({personal}): not retained")
         return _skip(0.9, f"third-party personal data ({personal})", found, matched, notes, "personal-data")
     if injection:
+        # What the agent read stays with its project (flagged), never in the User Bank, whatever else it holds.
         notes.append("prompt injection: text addressed to an AI or a memory system; never the User Bank")
+        return Classification("project", 0.7, "prompt injection kept out of the User Bank", found, matched, notes)
     evidence = _user_bank_evidence(user, mission_global)
-    g = found.score("global")
-    durable = g + p
+    decision = evidence.candidate or _holds_decision(prose)
+    if data.redactions and not decision:
+        notes.append("a secret and nothing else worth keeping: not retained")
+        return _skip(0.85, "a secret and no decision or fact", found, matched, notes, "credential-like")
     transient = [label for label in ("transient artifact path", "screenshot artifact") if found.has("skip", label)]
-    if transient and durable < 3:
+    if transient and not evidence.candidate and p < 3:
         notes.append("transient artifact: not retained")
         reason = f"transient artifact ({', '.join(sorted(transient))})"
         return _skip(0.85, reason, found, matched, notes, "transient-artifact")
-    if acknowledgement(everything):
+    if not parts.read.strip() and not parts.output.strip() and acknowledgement(parts.user, parts.agent):
         notes.append("an acknowledgement: nothing to remember")
         return _skip(0.85, "acknowledgement only", found, matched, notes, "acknowledgement")
-    decision = evidence.candidate or p >= 2
     if memory_echo(f"{user_lower}\n{other_lower}"):
         matched.append("memory echo")
-        decision = p >= 2  # a preference in quoted memory is the memory's, not a new one
+        decision = _holds_decision(prose)  # a preference in quoted memory is the memory's, not a new one
         if not decision:
             notes.append("earlier memory quoted back: not retained again (S1)")
             return _skip(0.85, "recalled memory quoted back", found, matched, notes, "memory-echo")
         notes.append("holds earlier memory quoted back: never the User Bank")
         evidence = evidence._replace(candidate=False)
-    mostly_output = found.output_lines >= 1 and (
-        found.output_ratio >= 0.8 or (found.output_ratio >= 0.5 and not decision)
-    ) and not (decision and found.output_lines < found.text_lines)
-    if mostly_output:
+    if not decision and (parts.output.strip() or (found.output_lines and found.output_ratio >= 0.5)):
         matched.append("command/test output")
-        notes.append("temporary command or test output: not retained")
-        return _skip(0.85, "temporary command or test output", found, matched, notes, "command-output")
-    if found.has("skip", "temporary detail") and durable < 2:
+        notes.append("command or test output without a decision: not retained")
+        return _skip(0.85, "command or test output without a decision", found, matched, notes, "command-output")
+    if found.has("skip", "temporary detail") and not evidence.candidate and p < 2:
         notes.append("marked temporary: not retained")
         return _skip(0.8, "temporary detail", found, matched, notes, "temporary")
     if transient or found.has("skip", "temporary detail"):
         notes.append("mentions transient artifacts or temporary details; durable content kept")
-    if injection and not evidence.candidate and p == 0:
-        return Classification("project", 0.6, "prompt injection kept out of the User Bank", found, matched, notes)
-    if evidence.candidate and injection:
-        evidence = evidence._replace(candidate=False)
     if evidence.candidate and user.has("one-off", "one-off instruction"):
         notes.append("a one-off instruction, not a durable preference: project bank only")
         return Classification("project", 0.7, "a one-off instruction stays with its project", found, matched, notes)
@@ -169,17 +171,20 @@ def _classify(data: RoutingStrategyInput) -> Classification:
             reason = "no strong signal; a transcript stays with its project"
             return Classification("project", 0.5, reason, found, matched, notes)
         return Classification("project", min(0.95, 0.65 + 0.1 * p), "project work", found, matched, notes)
-    global_labels = user.label_set("global")
+    statements = _statements(user)
+    scoped = user.has("scope", "cross-project scope")
+    what = ", ".join(sorted(statements | ({"cross-project scope"} if scoped else set())))
     confidence = evidence.confidence
-    if p == 0:
+    if _project_weight(found) + (p - found.score("project")) == 0:  # no project signal beyond words of code work
         route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
         if route == "both":
             notes.append(f"User Bank candidate below the {USER_BANK_MIN_CONFIDENCE:.2f} threshold: both, with "
                          "conservative tags")
-        reason = "durable User Bank content (" + ", ".join(sorted(global_labels)) + ")"
-        return Classification(route, confidence, reason, found, matched, notes)
-    if found.has("project", "project reference") and global_labels <= {"preference", "communication style"}:
+        return Classification(route, confidence, f"durable User Bank content ({what})", found, matched, notes)
+    personal = {"preference", "communication style", "first-person habit"}
+    if found.has("project", "project reference") and statements <= personal and not scoped:
         return Classification("project", 0.75, "a user preference scoped to this project", found, matched, notes)
+    g = user.score("global") + scoped
     if p >= 2 * g + 2:
         reason = "mostly project work; User Bank signals are incidental"
         return Classification("project", 0.7, reason, found, matched, notes)
@@ -187,12 +192,43 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     return Classification("both", 0.6, "ambiguous project/User Bank content", found, matched, notes)
 
 
+def _project_weight(found: SignalMatches) -> float:
+    """The project score without "code work" (test, fix, function…): words that a preference about how to write
+    code holds too ("tests before refactors")."""
+    if not found.has("project", "code work"):
+        return found.score("project")
+    without = SignalMatches(+found.labels)
+    del without.labels[("project", "code work")]
+    return without.score("project")
+
+
 def _order(category: str, order: tuple[str, ...]) -> int:
     return order.index(category) if category in order else len(order)
 
 
 # Signals that count only in the user's own words (:func:`_classify` drops them from everything else).
-_USER_ONLY = frozenset({"global", "durable", "one-off", "request"})
+_USER_ONLY = frozenset({"global", "scope", "durable", "habit", "directive", "one-off", "request"})
+# Project signals that are a decision or a fact by themselves (a chunk of command output holding one is kept).
+_DECISIONS = ("implementation decision", "architecture", "delivery state", "project reference")
+
+
+def _holds_decision(prose: SignalMatches) -> bool:
+    """Whether the user's and the agent's words hold a project decision or fact: one of :data:`_DECISIONS`, or
+    two kinds of project signal."""
+    return any(prose.has("project", label) for label in _DECISIONS) or prose.score("project") >= 2
+
+
+def _statements(user: SignalMatches) -> set[str]:
+    """The kinds of statement about the user in the user's words. A plain first-person habit ("I use UTC
+    timestamps") is one only with a durable marker or a cross-project scope, an instruction ("explain a diff first")
+    only with a cross-project scope: alone either is as likely about the project as about the user."""
+    found = user.label_set("global")
+    scoped = user.has("scope", "cross-project scope")
+    if user.has("habit", "first-person habit") and (scoped or user.has("durable", "durable marker")):
+        found.add("first-person habit")
+    if user.has("directive", "instruction") and scoped:
+        found.add("instruction")
+    return found
 
 
 class UserBankEvidence(NamedTuple):
@@ -203,18 +239,21 @@ class UserBankEvidence(NamedTuple):
 
 
 def _user_bank_evidence(user: SignalMatches, mission: int) -> UserBankEvidence:
-    """A User Bank candidate needs a statement about the user in the user's own words (a preference, an identity,
-    a cross-project habit or a communication style). Its confidence is 0.6 plus 0.1 for each kind of evidence:
-    the statement; a second statement, or an identity (who someone is does not change per project); a
-    durable marker ("always", "in every project", "from now on"); the user asking for it to be remembered; the
-    User Bank mission's words. One phrase is one or two kinds (0.70–0.80); the threshold is 0.80."""
-    statements = user.label_set("global")
-    if not statements:
+    """A User Bank candidate needs, in the user's own words, a statement about the user (a preference, an
+    identity, a habit, a communication style) or a cross-project scope ("in every repo", "all my projects").
+    Its confidence is 0.6 plus 0.1 for each kind of evidence: the statement or scope; a second one (a second
+    statement, a statement with a scope, or an identity, which does not change per project); a durable marker
+    ("always", "from now on"); the user asking for it to be remembered; the User Bank mission's words. One phrase
+    is 0.70; the User Bank alone needs 0.80 (:data:`USER_BANK_MIN_CONFIDENCE`)."""
+    statements = _statements(user)
+    scoped = user.has("scope", "cross-project scope")
+    if not statements and not scoped:
         return UserBankEvidence(False, 0.5)
+    matches = sum(n for (category, _), n in user.labels.items() if category == "global") + (
+        "first-person habit" in statements)
     kinds = 1
-    kinds += sum(n for (category, _), n in user.labels.items() if category == "global") >= 2 or (
-        "identity" in statements)
-    kinds += user.has("durable", "durable marker") or "cross-project workflow" in statements
+    kinds += matches >= 2 or "identity" in statements or (bool(statements) and scoped)
+    kinds += user.has("durable", "durable marker")
     kinds += user.has("request", "memory request")
     kinds += mission
     return UserBankEvidence(True, round(min(0.95, 0.6 + 0.1 * kinds), 2))
@@ -282,7 +321,7 @@ def _decide(
         notes.append("dry-run-only strategy: nothing is written")
     if route == "skip":
         notes.append("skip candidate: transient or unsafe content is not retained")
-    signals = [c for c in _CATEGORIES if found.score(c) > 0]
+    signals = [c for c in _CATEGORIES if any(found.score(part) > 0 for part in _SIGNAL_PARTS[c])]
     reason = f"{mode} mode: {reason}"  # reason_without_mode() takes the prefix off again
     return MemoryRouteDecision(
         route=route,
