@@ -237,5 +237,7 @@ def acknowledgement(user_text: str, agent_text: str) -> bool:
     if len(user_text) > 100 or len(agent_text) > 200:
         return False
     words = _WORDS.findall(user_text.lower())
-    return 0 < len(words) <= 8 and all(word in _ACK_WORDS for word in words) and (
-        len(_WORDS.findall(agent_text)) <= 16)
+    if not words:  # the agent's words alone (the user's message held only recalled memory): all acknowledgement
+        reply = _WORDS.findall(agent_text.lower())
+        return 0 < len(reply) <= 12 and all(word in _ACK_WORDS for word in reply)
+    return len(words) <= 8 and all(word in _ACK_WORDS for word in words) and len(_WORDS.findall(agent_text)) <= 16

@@ -73,6 +73,9 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "i work from", "i use (they|he|she) (them|him|her)", "(i'm|i am) (colorblind|colourblind|color-blind"
         "|colour-blind|dyslexic|deaf|left-handed|neurodivergent|autistic|visually impaired|hard of hearing)",
         "(i'm|i am) (based|located) in", "(i'm|i am) from", "i come from",
+        "as the (owner|maintainer|lead|author|admin|creator) of",
+        "(i'm|i am) the (owner|maintainer|lead|author|admin|creator|tech lead|release manager) (of|for)",
+        "i joined (this|the|our) (project|team|company|repo)",
         "(i've|i have) been (a|an) " + _ROLE_WORDS,
         "i work as", "i work remotely", "i live in",
         "ich heiße", "mein name ist", "(nenn|nennt) mich", "ich wohne in", "ich lebe in", "ich komme aus",
@@ -276,13 +279,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("global", "identity", re.compile(
         rf"\bmy\s++(?:name|nickname)\s++is\s++{_CASED}|\bcall\s++me\s++{_CASED}"
         rf"|\bi\s++(?:live|am\s++based|work)\s++(?:in|at|for)\s++{_CASED}"
+        r"|\bi(?:'m|\s++am|\s++work)\s++(?:on|in|with)\s++the\s++[\w-]++(?:\s++[\w-]++)?\s++team\b"
         rf"|\bi(?:'m|\s++am)\s++{_NOT_NAMES}{_CASED}(?-i:[a-z]{{1,20}})\b(?!\s*+(?:[.]\w|/|\())"
         rf"|\b(?:i'm|i\s++am|ich\s++bin|je\s++suis|soy|sou|eu\s++sou)\s++(?:(?:a|an|ein|eine|un|une|una|um|uma)"
         rf"\s++)?(?:[\w-]+\s+){{0,3}}?{_ROLES_ANY_LANGUAGE}", re.I),
         ((("my", "name", "is"), "my"), (("my", "nickname", "is"), "my"), (("call", "me"), "call"),
          (("i", "live"), "i"), (("i", "am", "based"), "i"), (("i", "work"), "i"), (("i'm",), "i'm"),
          (("i", "am"), "i"), (("ich", "bin"), "ich"), (("je", "suis"), "je"), (("soy",), "soy"), (("sou",), "sou"),
-         (("eu", "sou"), "eu"))),
+         (("eu", "sou"), "eu"), (("i", "work"), "i"))),
     _Pattern("global", "preference", re.compile(
         r"\bi(?:'m|\s++am)\s++(?:an?\s++)(?:[\w+#.-]++\s++){1,2}(?:user|person|fan|guy|girl|nerd|addict|purist)\b",
         re.I), ((("i'm",), "i'm"), (("i", "am"), "i"))),

@@ -181,8 +181,7 @@ def _classify(data: RoutingStrategyInput) -> Classification:
             notes.append(f"User Bank candidate below the {USER_BANK_MIN_CONFIDENCE:.2f} threshold: both, with "
                          "conservative tags")
         return Classification(route, confidence, f"durable User Bank content ({what})", found, matched, notes)
-    personal = {"preference", "communication style", "first-person habit"}
-    if found.has("project", "project reference") and statements <= personal and not scoped:
+    if found.has("project", "project reference") and statements <= _PERSONAL and not scoped:
         return Classification("project", 0.75, "a user preference scoped to this project", found, matched, notes)
     g = user.score("global") + scoped
     if p >= 2 * g + 2:
@@ -190,6 +189,10 @@ def _classify(data: RoutingStrategyInput) -> Classification:
         return Classification("project", 0.7, reason, found, matched, notes)
     notes.append("ambiguous between project and User Bank: both, with conservative tags")
     return Classification("both", 0.6, "ambiguous project/User Bank content", found, matched, notes)
+
+
+# Statements that a project can scope ("in this repo I prefer tabs"): not an identity, not a cross-project habit.
+_PERSONAL = frozenset({"preference", "communication style", "first-person habit"})
 
 
 def _project_weight(found: SignalMatches) -> float:
