@@ -92,7 +92,7 @@ _ECHO = re.compile(
     r"|\brecalled\s+(?:memories|memory|facts|preferences|context)\b"
     r"|\b(?:i|i've|we|we've)\s+recalled\b|\bmemory\s+recall\b|\brelevant\s+memories\b"
     r"|\b(?:my|your)\s+memor(?:y|ies)\s+(?:says?|shows?|notes?|indicates?|contains?|holds?|tells?)\b"
-    r"|\bi\s+remember\s+(?:that\s+)?you\s+(?:prefer|like|said|told|use|want|asked)"
+    r"|\bi\s+(?:remember|recall)\s+(?:that\s+)?you\s+(?:prefer|like|said|told|use|want|asked|are|have|always|never)"
     r"|\bas\s+you\s+(?:told|mentioned\s+to|said\s+to)\s+me\s+(?:before|previously|earlier|last\s+time)"
     r"|\byou\s+(?:previously|earlier|once)\s+(?:told|said|mentioned)\b"
     r"|\bfrom\s+(?:our\s+)?(?:past|previous|earlier|prior)\s+(?:sessions?|conversations?|chats?)\s*[,:]?\s+"
@@ -162,6 +162,8 @@ def _person_address(local: str, domain: str) -> bool:
     local = local.lower()
     base = local.split("+", 1)[0]
     if base in _ROLE_ADDRESSES or any(word in base for word in ("noreply", "no-reply", "bot", "[bot]")):
+        return False
+    if any(part in _ROLE_ADDRESSES for part in re.split(r"[._-]", base)):  # dev-team@, release.eng@
         return False
     if domain.lower().endswith(("users.noreply.github.com", ".local", ".internal", ".svc")):
         return False

@@ -234,6 +234,12 @@ def _statements(user: SignalMatches) -> set[str]:
     return found
 
 
+# A cross-project scope with no statement is User Bank evidence only beside one of these ("going forward, across
+# every repo, run the linter first"); alone it is as likely a question about the projects ("does any repo …?").
+_SCOPE_NEEDS_ONE_OF = (("durable", "durable marker"), ("directive", "instruction"), ("request", "memory request"),
+                       ("habit", "first-person habit"))
+
+
 class UserBankEvidence(NamedTuple):
     """How sure a chunk's own words make it that it belongs in the User Bank (README, "Routing confidence")."""
 
@@ -243,14 +249,15 @@ class UserBankEvidence(NamedTuple):
 
 def _user_bank_evidence(user: SignalMatches, mission: int) -> UserBankEvidence:
     """A User Bank candidate needs, in the user's own words, a statement about the user (a preference, an
-    identity, a habit, a communication style) or a cross-project scope ("in every repo", "all my projects").
+    identity, a habit, a communication style) or a cross-project scope ("in every repo", "all my projects") with
+    an instruction, a durable marker or a request to remember it.
     Its confidence is 0.6 plus 0.1 for each kind of evidence: the statement or scope; a second one (a second
     statement, a statement with a scope, or an identity, which does not change per project); a durable marker
     ("always", "from now on"); the user asking for it to be remembered; the User Bank mission's words. One phrase
     is 0.70; the User Bank alone needs 0.80 (:data:`USER_BANK_MIN_CONFIDENCE`)."""
     statements = _statements(user)
     scoped = user.has("scope", "cross-project scope")
-    if not statements and not scoped:
+    if not statements and not (scoped and any(user.has(*key) for key in _SCOPE_NEEDS_ONE_OF)):
         return UserBankEvidence(False, 0.5)
     matches = sum(n for (category, _), n in user.labels.items() if category == "global") + (
         "first-person habit" in statements)
