@@ -8,111 +8,159 @@
 * third-party personal data: phone numbers, national ids and e-mail addresses of people other than the user.
 * acknowledgement: a chunk that holds nothing but "ok", "thanks", "sounds good" and the like.
 
-Each check is gated by a cheap substring test, so a chunk without the words pays one ``in`` per check.
+Each pattern is tried only where one of its literal starts occurs (:func:`hindsight_batch.textscan.anchored_matches`).
 """
 
 from __future__ import annotations
 
 import re
 
+from hindsight_batch.textscan import anchored_matches
+
 _AI = (r"(?:ai|a\.i\.|llms?|(?:large\s+)?language\s+models?|(?:ai\s+|coding\s+)?agents?|(?:ai\s+|coding\s+)?"
        r"assistants?|models?|bots?|chatbots?|copilots?|claude|chatgpt|gpt(?:-\d\w*)?|gemini|codex|crawlers?"
        r"|memory\s+(?:systems?|stores?|banks?|tools?|layers?)|automated\s+(?:systems?|tools?|agents?))")
-# Anywhere, whoever wrote it: addressed to an AI or a memory system, or an order to store something globally.
-_INJECTION_ANY = re.compile(
-    rf"\b{_AI}\s+(?:that\s+(?:are\s+|is\s+)?|who\s+(?:are\s+|is\s+)?)?(?:reading|processing|parsing|indexing|"
-    r"ingesting|summari[sz]ing|scanning|seeing|consuming|reads?|process(?:es)?|sees?)\s+(?:this|these)\b"
-    rf"|\bnotes?\s+(?:to|for)\s+(?:any\s+|all\s+|the\s+|future\s+|an?\s+)?(?:{_AI}|memory|memories)\b"
-    rf"|\b(?:to|for)\s+(?:any|all|every)\s+{_AI}"
-    rf"|\b(?:important|attention|note|notice|instructions?|message|psa|reminder|warning)\s*+[:,]?\s+(?:for|to)\s+"
-    rf"(?:all\s+|any\s+|the\s+)?{_AI}"
-    r"|\bi\s+am\s+the\s+user\b|\[system\]|\bmemory\s+update\s*:|\buser\s+preference\s*="
-    r"|\bignore\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|earlier|above|preceding|former)\s+"
-    r"(?:instructions|prompts?|rules|directions)"
-    r"|<!--\s*(?:ai|agents?|llms?|assistants?|claude|copilot|gpt|bots?|memory)\b"
-    r"|\bhinweis\s+(?:an|für)\s+(?:die\s+|alle\s+|den\s+)?(?:ki|llms?|agenten|assistenten|ki-\w+)"
-    r"|\b(?:ki|llms?|ki-assistenten|ki-agenten),?\s+die\s+(?:dies|das|diesen\s+text)\s+lesen"
-    r"|\bnotes?\s+(?:pour|à|aux)\s+(?:l'ia|les\s+ia|l'assistant|les\s+assistants|les\s+agents|llms?|l'agent)"
-    r"|\b(?:ia|ias|llms?|assistants?\s+ia|agents?\s+ia)\s+qui\s+(?:lisez|lisent|lit)\b"
-    r"|\bnotas?\s+(?:para|a)\s+(?:la\s+|el\s+|a\s+|o\s+|los\s+|las\s+|os\s+|as\s+)?(?:ia|ias|llms?|agentes?|"
-    r"asistentes?|assistentes?|modelos?)\b"
-    r"|\b(?:ia|ias|llms?|asistentes|assistentes|agentes)\s+que\s+(?:lean|leen|lêem|leem|lee|lê)\b"
-    r"|(?:ai|llm|エージェント|アシスタント)(?:への|に)(?:注意|メモ|指示|お知らせ)|(?:エージェント|アシスタント)へ[:：、]"
-    r"|これを読んでいる(?:ai|llm|アシスタント|エージェント)",
+# Where each of _AI's words starts (lowercase): the anchors of a rule that begins with one.
+_AI_STARTS = ("ai", "a.i.", "llm", "large", "language", "agent", "coding", "assistant", "model", "bot", "chatbot",
+              "copilot", "claude", "chatgpt", "gpt", "gemini", "codex", "crawler", "memory", "automated")
+_W = r"(?<![a-z0-9_])"  # a word starts here (on lowercase text)
+
+# A rule: the literal starts of its matches (lowercase), and the pattern, tried only where one of them occurs
+# (textscan.anchored_matches): a chunk is read at str.find speed, not by the regex engine at each position.
+# A rule with gates is tried only if the text holds one of them (a phrase every match holds, found by ``in``).
+_Rule = tuple[tuple[str, ...], "re.Pattern[str]", tuple[str, ...]]
+
+
+def _rule(anchors: tuple[str, ...], pattern: str, gates: tuple[str, ...] = ()) -> _Rule:
+    return anchors, re.compile(pattern), gates
+
+
+# Anywhere, whoever wrote it: addressed to an AI or a memory system.
+_INJECTION_ANY: tuple[_Rule, ...] = (
+    _rule(_AI_STARTS, rf"{_W}{_AI}\s+(?:that\s+(?:are\s+|is\s+)?|who\s+(?:are\s+|is\s+)?)?(?:reading|processing"
+          r"|parsing|indexing|ingesting|summari[sz]ing|scanning|seeing|consuming|reads?|process(?:es)?|sees?)\s+"
+          r"(?:this|these)\b", ("reading th", "reads th", "read th", "processing th", "process th", "processes th",
+                                "parsing th", "indexing th", "ingesting th", "summarizing th", "summarising th",
+                                "scanning th", "seeing th", "sees th", "see th", "consuming th")),
+    _rule(("note",), rf"{_W}notes?\s+(?:to|for)\s+(?:any\s+|all\s+|the\s+|future\s+|an?\s+)?(?:{_AI}|memory"
+          r"|memories)\b|notes?\s+(?:pour|à|aux)\s+(?:l'ia|les\s+ia|l'assistant|les\s+assistants|les\s+agents|llms?"
+          r"|l'agent)"),
+    _rule(("to any", "to all", "to every", "for any", "for all", "for every"),
+          rf"{_W}(?:to|for)\s+(?:any|all|every)\s+{_AI}\b"),
+    _rule(("important", "attention", "note", "notice", "instruction", "message", "psa", "reminder", "warning"),
+          rf"{_W}(?:important|attention|note|notice|instructions?|message|psa|reminder|warning)\s*+[:,]?\s+"
+          rf"(?:for|to)\s+(?:all\s+|any\s+|the\s+)?{_AI}\b"),
+    _rule(("i am the user", "[system]", "memory update", "user preference"),
+          rf"{_W}i\s+am\s+the\s+user\b|\[system\]|memory\s+update\s*:|user\s+preference\s*="),
+    _rule(("ignore",), rf"{_W}ignore\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|earlier|above|preceding"
+          r"|former)\s+(?:instructions|prompts?|rules|directions)"),
+    _rule(("<!--",), r"<!--\s*(?:ai|agents?|llms?|assistants?|claude|copilot|gpt|bots?|memory)\b"),
+    _rule(("hinweis",), rf"{_W}hinweis\s+(?:an|für)\s+(?:die\s+|alle\s+|den\s+)?(?:ki|llms?|agenten|assistenten"
+          r"|ki-\w+)"),
+    _rule(("ki", "llm"), rf"{_W}(?:ki|llms?|ki-assistenten|ki-agenten),?\s+die\s+(?:dies|das|diesen\s+text)\s+lesen",
+          ("lesen",)),
+    _rule(("ia", "llm", "assistant", "agent", "asistentes", "assistentes", "agentes"),
+          rf"{_W}(?:ia|ias|llms?|assistants?\s+ia|agents?\s+ia)\s+qui\s+(?:lisez|lisent|lit)\b"
+          r"|(?:ia|ias|llms?|asistentes|assistentes|agentes)\s+que\s+(?:lean|leen|lêem|leem|lee|lê)\b",
+          ("qui lis", "qui lit", "que le", "que lê")),
+    _rule(("nota",), rf"{_W}notas?\s+(?:para|a)\s+(?:la\s+|el\s+|a\s+|o\s+|los\s+|las\s+|os\s+|as\s+)?(?:ia|ias"
+          r"|llms?|agentes?|asistentes?|assistentes?|modelos?)\b"),
+    _rule(("ai", "llm", "エージェント", "アシスタント", "これを読んでいる"),
+          r"(?:ai|llm|エージェント|アシスタント)(?:への|に)(?:注意|メモ|指示|お知らせ)|(?:エージェント|アシスタント)へ[:：、]"
+          r"|これを読んでいる(?:ai|llm|アシスタント|エージェント)", ("エージェント", "アシスタント", "読んでいる")),
 )
-_INJECTION_ANY_GATE = ("reading", "processing", "parsing", "indexing", "ingesting", "summari", "scanning", "seeing",
-                       "consuming", "read", "process", "sees", "note", "memory", "memories", "ignore", "<!--",
-                       "hinweis", "lesen", "lisez", "lisent", "lit ", "nota", "lean", "leen", "lêem", "leem", "lee ",
-                       "lê ", "への", "読んで", "へ", " to ", " for ", "the user", "[system]", "preference")
-# In what the agent read or wrote only: claims about the user's preferences, orders to remember something in
-# every repo, greetings to an AI. The user may write "remember that I use tabs in every repo"; a README may not.
-_INJECTION_READ = re.compile(
-    r"\b(?:store|save|add|write|record|persist|put|keep|commit|memori[sz]e|remember)\s+(?:this|that|these|the"
-    r"\s+following|it)(?:\s+[\w'-]+){0,3}?\s+(?:globally|permanently|forever|(?:in|into|to)\s+(?:your\s+|the\s+)?"
-    r"(?:[\w-]+\s+){0,2}(?:memory|memories|user\s+bank|memory\s+bank)|for\s+(?:all|every|future)"
-    r"\s+(?:sessions?|projects?|repos?|repositories|conversations?))"
-    r"|\bapply\s+(?:this\s+|it\s+)?globally|\bglobal(?:ly)?\s+(?:memory|user\s+memory)"
-    r"|\b(?:l'utilisateur|der\s+benutzer|die\s+benutzerin|el\s+usuario|la\s+usuaria|o\s+usuário|o\s+utilizador)\s+"
-    r"(?:\w+\s+)?(?:préfère|veut|aime|souhaite|möchte|bevorzugt|will|mag|prefiere|quiere|prefere|quer|gosta)"
-    r"|\b(?:mémorisez|mémorise|merken|speichern|guarda|guárdalo|salve|salva|memorize|memoriza)[\w-]*\s+"
-    r"(?:\w+\s+)?(?:globalement|global|globalmente)|\bglobal\s+speichern|グローバルメモリ|ユーザーは"
-    r"|\bthe\s+user(?:'s)?\s+(?:always\s+|really\s+|strongly\s+|now\s+)?(?:prefers?|preferred|preference|wants|"
-    r"likes|loves|hates|requires|approves|has\s+approved|allows|insists|name\s+is|is\s+called)"
-    r"|\b(?:remember|memori[sz]e|note|store|save|record)\b[^.\n]{0,160}?\b(?:in|across|for|on)\s+(?:every|all|"
-    r"any|each)\s+(?:(?:of\s+)?(?:their|his|her|the|your|my)\s+)?(?:repos?|repositories|projects?|codebases?|"
-    r"sessions?|conversations?)\b"
-    rf"|\b(?:attention|dear|hey|hello|hi|instructions?\s+(?:to|for)|message\s+(?:to|for)|to\s+all|psa\s+for)\s*"
-    rf"[:,]?\s+(?:the\s+|any\s+|all\s+)?{_AI}\b",
+# In what the agent read or wrote only: orders to store something globally, claims about the user's preferences,
+# orders to remember something in every repo, greetings to an AI. The user may write "remember this globally for
+# me"; a README may not.
+_INJECTION_READ: tuple[_Rule, ...] = (
+    _rule(("store", "save", "add", "write", "record", "persist", "put", "keep", "commit", "memori", "remember"),
+          rf"{_W}(?:store|save|add|write|record|persist|put|keep|commit|memori[sz]e|remember)\s+(?:this|that|these"
+          r"|the\s+following|it)(?:\s+[\w'-]+){0,3}?\s+(?:globally|permanently|forever|(?:in|into|to)\s+(?:your\s+"
+          r"|the\s+)?(?:[\w-]+\s+){0,2}(?:memory|memories|user\s+bank|memory\s+bank)|for\s+(?:all|every|future)\s+"
+          r"(?:sessions?|projects?|repos?|repositories|conversations?))",
+          ("global", "permanent", "forever", "memor", "user bank", "for all", "for every", "for future")),
+    _rule(("remember", "memori", "note", "store", "save", "record"),
+          rf"{_W}(?:remember|memori[sz]e|note|store|save|record)\b[^.\n]{{0,160}}?\b(?:in|across|for|on)\s+(?:every"
+          r"|all|any|each)\s+(?:(?:of\s+)?(?:their|his|her|the|your|my)\s+)?(?:repos?|repositories|projects?"
+          r"|codebases?|sessions?|conversations?)\b", ("repo", "project", "codebase", "session", "conversation")),
+    _rule(("apply", "global"), rf"{_W}apply\s+(?:this\s+|it\s+)?globally|{_W}global(?:ly)?\s+(?:memory|user\s+memory)"
+          r"|global\s+speichern"),
+    _rule(("l'utilisateur", "der benutzer", "die benutzerin", "el usuario", "la usuaria", "o usuário",
+           "o utilizador"),
+          r"(?:l'utilisateur|der\s+benutzer|die\s+benutzerin|el\s+usuario|la\s+usuaria|o\s+usuário|o\s+utilizador)\s+"
+          r"(?:\w+\s+)?(?:préfère|veut|aime|souhaite|möchte|bevorzugt|will|mag|prefiere|quiere|prefere|quer|gosta)"),
+    _rule(("mémoris", "merken", "speichern", "guarda", "salv", "memoriz"),
+          r"(?:mémorisez|mémorise|merken|speichern|guarda|guárdalo|salve|salva|memorize|memoriza)[\w-]*\s+"
+          r"(?:\w+\s+)?(?:globalement|global|globalmente)"),
+    _rule(("グローバルメモリ", "ユーザーは"), r"グローバルメモリ|ユーザーは"),
+    _rule(("the user",), r"the\s+user(?:'s)?\s+(?:always\s+|really\s+|strongly\s+|now\s+)?(?:prefers?|preferred"
+          r"|preference|wants|likes|loves|hates|requires|approves|has\s+approved|allows|insists|name\s+is"
+          r"|is\s+called)"),
+    _rule(("attention", "dear", "hey", "hello", "hi ", "hi,", "instruction", "message", "to all", "psa"),
+          rf"{_W}(?:attention|dear|hey|hello|hi|instructions?\s+(?:to|for)|message\s+(?:to|for)|to\s+all|psa\s+for)"
+          rf"\s*[:,]?\s+(?:the\s+|any\s+|all\s+)?{_AI}\b"),
 )
-_INJECTION_READ_GATE = ("the user", "remember", "memori", "mémori", "note", "store", "save", "record", "attention",
-                        "dear", "hey", "hello", "hi ", "instruction", "message", "to all", "psa", "global",
-                        "utilisateur", "benutzer", "usuario", "usuária", "usuário", "utilizador", "speicher",
-                        "guarda", "salv", "ユーザー", "グローバル")
+
+
+def _matches(rules: tuple[_Rule, ...], text: str) -> bool:
+    """Whether a rule matches ``text`` (lowercase) where one of its anchors occurs."""
+    return any((not gates or any(gate in text for gate in gates))
+               and next(anchored_matches(pattern, text, text, anchors), None) is not None
+               for anchors, pattern, gates in rules)
 
 
 def prompt_injection(user_text: str, other_text: str) -> bool:
     """Text addressed to an AI or a memory system: anywhere by :data:`_INJECTION_ANY`, in what the agent read or
     wrote also by :data:`_INJECTION_READ`. Both arguments lowercase."""
-    for text, pattern, gate in ((user_text, _INJECTION_ANY, _INJECTION_ANY_GATE),
-                                (other_text, _INJECTION_ANY, _INJECTION_ANY_GATE),
-                                (other_text, _INJECTION_READ, _INJECTION_READ_GATE)):
-        if text and any(word in text for word in gate) and pattern.search(text):
-            return True
-    return False
+    return bool(user_text and _matches(_INJECTION_ANY, user_text)) or (bool(other_text) and (
+        _matches(_INJECTION_ANY, other_text) or _matches(_INJECTION_READ, other_text)))
 
 
-_ECHO = re.compile(
-    r"\b(?:from|according\s+to|based\s+on|per)\s+(?:your|my|the\s+user's)\s+(?:stored\s+|saved\s+|"
-    r"long-term\s+|hindsight\s+)?(?:memory\s+banks?|memories|memory|user\s+bank|stored\s+preferences|saved\s+"
-    r"preferences|recalled\s+memories)\b(?!\s+(?:usage|leak|footprint|limit|allocation|pressure|consumption))"
-    r"|\bfrom\s+the\s+(?:memory\s+bank|user\s+bank)\b"
-    r"|\bwhat\s+(?:the\s+)?(?:memory|memories|hindsight|the\s+memory\s+bank)\s+(?:returned|says|said|recalled|holds|has"
-    r"|gave|shows)\b|\bmemory\s+(?:returned|results?|search\s+returned)\b"
-    r"|\bhindsight\s+(?:memory|memories|recall|recalled)\b"
-    r"|\brecalled\s+(?:memories|memory|facts|preferences|context)\b"
-    r"|\b(?:i|i've|we|we've)\s+recalled\b|\bmemory\s+recall\b|\brelevant\s+memories\b"
-    r"|\b(?:my|your)\s+memor(?:y|ies)\s+(?:says?|shows?|notes?|indicates?|contains?|holds?|tells?)\b"
-    r"|\bi\s+(?:remember|recall)\s+(?:that\s+)?you\s+(?:prefer|like|said|told|use|want|asked|are|have|always|never)"
-    r"|\bas\s+you\s+(?:told|mentioned\s+to|said\s+to)\s+me\s+(?:before|previously|earlier|last\s+time)"
-    r"|\byou\s+(?:previously|earlier|once)\s+(?:told|said|mentioned)\b"
-    r"|\bfrom\s+(?:our\s+)?(?:past|previous|earlier|prior)\s+(?:sessions?|conversations?|chats?)\s*[,:]?\s+"
-    r"(?:you|i\s+know|i\s+recall)"
-    r"|\bi\s+have\s+(?:it\s+)?(?:on\s+record|noted|stored|saved)\s+that\s+you"
-    r"|\b(?:stored|saved)\s+(?:in|to)\s+(?:your|my)\s+memory\s+(?:bank\s+)?(?:that|:)"
-    r"|\b(?:aus|laut)\s+(?:deinem|meinem|ihrem)\s+(?:gedächtnis|speicher)|\blaut\s+(?:deinen|meinen)\s+erinnerungen"
-    r"|\b(?:d'après|selon)\s+(?:ta|ma|votre)\s+mémoire"
-    r"|\bsegún\s+(?:tu|mi|su)\s+memoria|\bde\s+(?:tu|mi)\s+memoria\s*:"
-    r"|\b(?:de\s+acordo\s+com|segundo)\s+(?:a\s+)?(?:sua|minha)\s+memória|\bda\s+(?:sua|minha)\s+memória\s*:"
-    r"|記憶によると|メモリによると|メモリーによると|記憶では",
+_MEMORY = (r"(?:stored\s+|saved\s+|long-term\s+|hindsight\s+)?(?:memory\s+banks?|memories|memory|user\s+bank"
+           r"|stored\s+preferences|saved\s+preferences|recalled\s+memories)\b")
+_ECHO: tuple[_Rule, ...] = (
+    _rule(("from", "according", "based", "per"),
+          rf"{_W}(?:from|according\s+to|based\s+on|per)\s+(?:your|my|the\s+user's)\s+{_MEMORY}"
+          r"(?!\s+(?:usage|leak|footprint|limit|allocation|pressure|consumption))"
+          r"|from\s+the\s+(?:memory\s+bank|user\s+bank)\b"
+          r"|from\s+(?:our\s+)?(?:past|previous|earlier|prior)\s+(?:sessions?|conversations?|chats?)\s*[,:]?\s+"
+          r"(?:you|i\s+know|i\s+recall)"),
+    _rule(("what",), rf"{_W}what\s+(?:the\s+)?(?:memory|memories|hindsight|memory\s+bank)\s+(?:returned|says|said"
+          r"|recalled|holds|has|gave|shows)\b"),
+    _rule(("memory",), rf"{_W}memory\s+(?:returned|results?|search\s+returned|recall)\b"),
+    _rule(("hindsight",), rf"{_W}hindsight\s+(?:memory|memories|recall|recalled)\b"),
+    _rule(("recalled", "i recalled", "i've recalled", "we recalled", "we've recalled"),
+          rf"{_W}(?:recalled\s+(?:memories|memory|facts|preferences|context)|(?:i|i've|we|we've)\s+recalled)\b"),
+    _rule(("relevant memories",), rf"{_W}relevant\s+memories\b"),
+    _rule(("my memor", "your memor"), rf"{_W}(?:my|your)\s+memor(?:y|ies)\s+(?:says?|shows?|notes?|indicates?"
+          r"|contains?|holds?|tells?)\b"),
+    _rule(("i remember", "i recall"), rf"{_W}i\s+(?:remember|recall)\s+(?:that\s+)?you\s+(?:prefer|like|said"
+          r"|told|use|want|asked|are|have|always|never)"),
+    _rule(("as you",), rf"{_W}as\s+you\s+(?:told|mentioned\s+to|said\s+to)\s+me\s+(?:before|previously|earlier"
+          r"|last\s+time)"),
+    _rule(("you previously", "you earlier", "you once"), rf"{_W}you\s+(?:previously|earlier|once)\s+(?:told"
+          r"|said|mentioned)\b"),
+    _rule(("i have",), rf"{_W}i\s+have\s+(?:it\s+)?(?:on\s+record|noted|stored|saved)\s+that\s+you"),
+    _rule(("stored", "saved"), rf"{_W}(?:stored|saved)\s+(?:in|to)\s+(?:your|my)\s+memory\s+(?:bank\s+)?"
+          r"(?:that|:)"),
+    _rule(("aus", "laut"), rf"{_W}(?:aus|laut)\s+(?:deinem|meinem|ihrem)\s+(?:gedächtnis|speicher)"
+          r"|laut\s+(?:deinen|meinen)\s+erinnerungen"),
+    _rule(("d'après", "selon"), rf"{_W}(?:d'après|selon)\s+(?:ta|ma|votre)\s+mémoire"),
+    _rule(("según", "de tu", "de mi"), rf"{_W}según\s+(?:tu|mi|su)\s+memoria|de\s+(?:tu|mi)\s+memoria\s*:"),
+    _rule(("de acordo", "segundo", "da sua", "da minha"),
+          rf"{_W}(?:de\s+acordo\s+com|segundo)\s+(?:a\s+)?(?:sua|minha)\s+memória|da\s+(?:sua|minha)\s+memória\s*:"),
+    _rule(("記憶", "メモリ"), r"記憶によると|メモリによると|メモリーによると|記憶では"),
 )
-_ECHO_GATE = ("memor", "recall", "told", "said", "mentioned", "previous", "past", "earlier", "prior", "noted",
-              "stored", "saved", "user bank", "gedächtnis", "speicher", "erinnerungen", "mémoire", "memoria", "記憶",
-              "メモリ")
+
+
+# Every echo rule's match holds one of these: a chunk without any of them is not read further.
+_ECHO_GATES = ("memor", "recall", "hindsight", "told", "said", "mentioned", "noted", "stored", "saved", "user bank",
+               "on record", "mémoire", "memória", "gedächtnis", "speicher", "erinnerungen", "記憶", "メモリ")
 
 
 def memory_echo(text: str) -> bool:
     """Earlier memory quoted back in prose. ``text`` lowercase."""
-    return any(word in text for word in _ECHO_GATE) and _ECHO.search(text) is not None
+    return any(gate in text for gate in _ECHO_GATES) and _matches(_ECHO, text)
 
 
 _PHONE_WORDS = re.compile(
@@ -179,34 +227,60 @@ _STREET = re.compile(
 _ID_VALUE = re.compile(r"\b[a-z]{0,2}\d[\d .-]{6,20}\d[a-z]?\b")
 
 
-def third_party_personal_data(text: str, lower: str) -> str | None:
-    """What kind of another person's personal data ``text`` holds ("phone number", "national id", "e-mail
-    address"), or None. A phone number or id needs its word on the same line (or a ``+`` country code); an address
-    the user gives as their own ("my email is …") is not a third party's."""
-    digits = sum(c.isdigit() for c in text)
-    if digits >= 7:
-        for line in lower.split("\n"):
-            if sum(c.isdigit() for c in line) < 7:
-                continue
-            if _ID_WORDS.search(line) and (_NATIONAL_ID.search(line) or _ID_VALUE.search(line)):
-                return "national id"
-            if "iban" in line and _IBAN.search(line) and not _own_phone(line):
-                return "bank account"
-            if re.search(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3}\.\d{3}\.\d{3}-\d{2}\b", line):
-                return "national id"
-            if _INTERNATIONAL.search(line) and not _OWN_ADDRESS.search(line) and not _own_phone(line):
-                return "phone number"
-            if _PHONE_WORDS.search(line) and _PHONE.search(line) and not _own_phone(line):
-                return "phone number"
-    if "address" in lower or "adresse" in lower or "dirección" in lower or "endereço" in lower or "住所" in lower:
-        for line in lower.split("\n"):
+_NUMBER = re.compile(r"[+(]?\d(?:[ .()/-]?\d){5,30}")  # six digits or more: a phone number, an id, an IBAN
+_ADDRESS_WORDS = ("address", "adresse", "dirección", "endereço", "住所")
+_MAX_LINES = 300  # lines with a long number looked at per chunk (a log of numbers is command output anyway)
+
+
+def third_party_personal_data(lower: str) -> str | None:
+    """What kind of another person's personal data ``text`` holds ("phone number", "national id", "bank
+    account", "postal address", "e-mail address"), or None. A phone number or an id needs its word on the same
+    line (or a ``+`` country code); what the user gives as their own ("my email is …") is not a third party's.
+    ``lower``: the text, lowercase."""
+    seen: set[int] = set()
+    for match in _NUMBER.finditer(lower):
+        start = lower.rfind("\n", 0, match.start()) + 1
+        if start in seen:
+            continue
+        seen.add(start)
+        if len(seen) > _MAX_LINES:
+            break
+        end = lower.find("\n", match.end())
+        kind = _line_personal_data(lower[start:] if end == -1 else lower[start:end])
+        if kind:
+            return kind
+    for word in _ADDRESS_WORDS:
+        pos = lower.find(word)
+        if pos != -1:
+            start, end = lower.rfind("\n", 0, pos) + 1, lower.find("\n", pos)
+            line = lower[start:] if end == -1 else lower[start:end]
             if _STREET.search(line) and not re.search(r"\bmy\s+(?:\w+\s+)?address|\bmeine\s+adresse", line):
                 return "postal address"
-    if "@" in text:
-        own = _OWN_ADDRESS.search(lower) is not None
-        for match in _EMAIL.finditer(text):
-            if _person_address(match.group(1), match.group(2)) and not own:
-                return "e-mail address"
+    pos = lower.find("@")
+    own: bool | None = None
+    while pos != -1:
+        for match in _EMAIL.finditer(lower, max(0, pos - 65), pos + 260):
+            if _person_address(match.group(1), match.group(2)):
+                if own is None:
+                    own = _OWN_ADDRESS.search(lower) is not None
+                if not own:
+                    return "e-mail address"
+        pos = lower.find("@", pos + 260)
+    return None
+
+
+def _line_personal_data(line: str) -> str | None:
+    """The kind of personal data one lowercase line holding a long number has, or None."""
+    if _ID_WORDS.search(line) and (_NATIONAL_ID.search(line) or _ID_VALUE.search(line)):
+        return "national id"
+    if "iban" in line and _IBAN.search(line) and not _own_phone(line):
+        return "bank account"
+    if re.search(r"\b\d{3}-\d{2}-\d{4}\b|\b\d{3}\.\d{3}\.\d{3}-\d{2}\b", line):
+        return "national id"
+    if "+" in line and _INTERNATIONAL.search(line) and not _OWN_ADDRESS.search(line) and not _own_phone(line):
+        return "phone number"
+    if _PHONE_WORDS.search(line) and _PHONE.search(line) and not _own_phone(line):
+        return "phone number"
     return None
 
 

@@ -26,6 +26,8 @@ _STRUCTURAL_KEYS = frozenset(
      "provider", "model", "stopReason", "responseId", "name"}
 )
 _AGENT_ROLES = frozenset({"assistant", "custom", "compactionSummary", "branchSummary"})
+# Roles whose text is all in ``content`` (their other fields are structure: usage, model, toolName, isError…).
+_MESSAGE_ROLES = frozenset({"user", "assistant", "toolResult", "custom", "compactionSummary"})
 
 # Pasted rather than written: fenced code, HTML comments, <file>/<document>-like blocks (each to its end or the end
 # of the text), then whole lines quoted with ">" or starting as a code comment.
@@ -114,10 +116,10 @@ def _record(message: dict[str, Any], user: list[str], agent: list[str], read: li
                     (agent if role in _AGENT_ROLES else output if role == "toolResult" else read).append(text)
             elif kind == "toolCall":
                 _strings(block.get("arguments"), read)
-    if isinstance(message.get("output"), str):
-        output.append(message["output"])  # bashExecution
-    rest = {key: value for key, value in message.items() if key not in ("role", "content", "output")}
-    _strings(rest, read)  # bashExecution's command; any other field of a record
+    if role not in _MESSAGE_ROLES:  # bashExecution's command and output; any field of a record of another kind
+        if isinstance(message.get("output"), str):
+            output.append(message["output"])
+        _strings({key: value for key, value in message.items() if key not in ("role", "content", "output")}, read)
     return memory
 
 

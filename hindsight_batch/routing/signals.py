@@ -242,7 +242,7 @@ def _phrase_index() -> tuple[dict[str, list[_Key]], dict[_Pair, list[_Key]], dic
 
 
 _WORD_PHRASES, _PAIR_KEYS, _LONGER_PHRASES = _phrase_index()
-_PAIR_SECONDS: dict[str, frozenset[str]] = {
+_PAIR_SECONDS: dict[str, frozenset[str]] = {  # first word -> the second words of its phrases
     first: frozenset(b for a, b in [*_PAIR_KEYS, *_LONGER_PHRASES] if a == first)
     for first, _second in [*_PAIR_KEYS, *_LONGER_PHRASES]
 }
@@ -283,13 +283,13 @@ _PATTERNS: tuple[_Pattern, ...] = (
         rf"|\bi(?:'m|\s++am)\s++{_NOT_NAMES}{_CASED}(?-i:[a-z]{{1,20}})\b(?!\s*+(?:[.]\w|/|\())"
         rf"|\b(?:i'm|i\s++am|ich\s++bin|je\s++suis|soy|sou|eu\s++sou)\s++(?:(?:a|an|ein|eine|un|une|una|um|uma)"
         rf"\s++)?(?:[\w-]+\s+){{0,3}}?{_ROLES_ANY_LANGUAGE}", re.I),
-        ((("my", "name", "is"), "my"), (("my", "nickname", "is"), "my"), (("call", "me"), "call"),
-         (("i", "live"), "i"), (("i", "am", "based"), "i"), (("i", "work"), "i"), (("i'm",), "i'm"),
-         (("i", "am"), "i"), (("ich", "bin"), "ich"), (("je", "suis"), "je"), (("soy",), "soy"), (("sou",), "sou"),
-         (("eu", "sou"), "eu"), (("i", "work"), "i"))),
+        ((("my", "name", "is"), "my name"), (("my", "nickname", "is"), "my nickname"), (("call", "me"), "call me"),
+         (("i", "live"), "i live"), (("i", "am"), "i am"), (("i", "work"), "i work"), (("i'm",), "i'm"),
+         (("ich", "bin"), "ich bin"), (("je", "suis"), "je suis"), (("soy",), "soy"), (("sou",), "sou"),
+         (("eu", "sou"), "eu sou"))),
     _Pattern("global", "preference", re.compile(
         r"\bi(?:'m|\s++am)\s++(?:an?\s++)(?:[\w+#.-]++\s++){1,2}(?:user|person|fan|guy|girl|nerd|addict|purist)\b",
-        re.I), ((("i'm",), "i'm"), (("i", "am"), "i"))),
+        re.I), ((("i'm",), "i'm"), (("i", "am"), "i am"))),
     _Pattern("project", "delivery state", re.compile(
         r"\b(?:PR|[Pp]ull request|[Ii]ssue|[Tt]icket)\s*+#?\d++\b|\bTODO\b|\bCI\b|\bv\d++\.\d++(?:\.\d++)?\b"
         r"|\bcommit\s++[0-9a-f]{7,40}+\b"),
@@ -420,6 +420,11 @@ def separated(text: str) -> str:
     return text.encode("utf-8", "surrogatepass").translate(_SEPARATOR_TABLE).decode("utf-8", "surrogatepass")
 
 
+def instruction(text: str) -> bool:
+    """Whether ``text`` (the user's words) gives an instruction: :data:`_DIRECTIVE`."""
+    return _DIRECTIVE.search(textscan.lower(sample(text))) is not None
+
+
 def find_signals(text: str) -> SignalMatches:
     """The signals of ``text``. Phrases are read in its prose; of its output lines (:data:`_OUTPUT_LINE`) only the
     skip signals count (a secret or a temporary path printed by a command), so words that a command printed do
@@ -475,9 +480,13 @@ def _match(text: str, labels: Counter[_Key]) -> None:
 
     # A longer phrase counts once. Its first two words must both occur before they are looked for side by side;
     # a phrase of three words or more is then tried only where its first two words stand before its third.
-    for first in present.keys() & _PAIR_FIRSTS:
+    firsts = present.keys() & _PAIR_FIRSTS
+    # The pairs of words that stand side by side (a set made at C speed): a pair is looked for in the text only when
+    # it is one of them (most of the many phrases that start with "i", "in" or "for" are not there).
+    pairs = set(itertools.pairwise(words)) if firsts else set()
+    for first in firsts:
         for second in _PAIR_SECONDS[first]:
-            if second not in present:
+            if (first, second) not in pairs:
                 continue
             pair = f" {first} {second} "
             start = joined.find(pair)
@@ -494,13 +503,11 @@ def _match(text: str, labels: Counter[_Key]) -> None:
                         seen.add(whole)
                         found[key] += 1
                 start = joined.find(pair, start + 1)
-    if _CJK.search(text):
+    if not text.isascii() and max(text) >= "\u3040" and _CJK.search(text):  # max(): C speed, no regex
         for category, label, phrases in _CJK_PHRASES:
             n = sum(lower.count(phrase) for phrase in phrases)
             if n:
                 found[(category, label)] += n
-    if _DIRECTIVE.search(lower):
-        found[("directive", "instruction")] += 1
     for key in _LABEL_ORDER:  # in table order, whatever order the sets gave: the output stays deterministic
         if found[key]:
             labels[key] += found[key]

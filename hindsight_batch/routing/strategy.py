@@ -37,7 +37,14 @@ from hindsight_batch.routing.models import (
     SkipReason,
 )
 from hindsight_batch.routing.provenance import authored
-from hindsight_batch.routing.signals import SignalMatches, find_signals, mission_hits, mission_terms
+from hindsight_batch.routing.signals import (
+    SignalMatches,
+    find_signals,
+    instruction,
+    mission_hits,
+    mission_terms,
+    sample,
+)
 
 
 class RoutingStrategy(Protocol):
@@ -89,11 +96,13 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     # User Bank statements count only in the user's own words; the agent's words and what the agent read or ran
     # count for project and skip signals. The context string (the session's) is the tool's own: project only.
     user = find_signals(parts.user) if parts.user.strip() else SignalMatches()
+    if parts.user.strip() and instruction(parts.user):
+        user.labels[("directive", "instruction")] += 1
     prose = user.merged(find_signals(parts.agent), drop=_USER_ONLY) if parts.agent.strip() else user
     rest = "\n".join(part for part in (parts.read, parts.output, data.context or "") if part)
     found = prose.merged(find_signals(rest), drop=_USER_ONLY) if rest.strip() else prose
-    user_lower = parts.user.lower()
-    other_lower = parts.others.lower()
+    user_lower = sample(parts.user).lower()  # what the hazards read: as much as the signals do
+    other_lower = sample(parts.others).lower()
     injection = prompt_injection(user_lower, other_lower)
     if injection:
         found.labels[("safety", PROMPT_INJECTION)] += 1
@@ -123,8 +132,7 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     if found.has("skip", "secret-like content"):
         notes.append("credential-like content that no redaction rule caught: skipped, not retained")
         return _skip(0.9, "credential-like content", found, matched, notes, "credential-like")
-    everything = parts.all
-    personal = third_party_personal_data(everything, everything.lower())
+    personal = third_party_personal_data(user_lower) or third_party_personal_data(other_lower)
     if personal:
         matched.append(f"third-party {personal}")
         notes.append(f"another person's personal data ({personal}): not retained")
@@ -146,7 +154,7 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     if not parts.read.strip() and not parts.output.strip() and acknowledgement(parts.user, parts.agent):
         notes.append("an acknowledgement: nothing to remember")
         return _skip(0.85, "acknowledgement only", found, matched, notes, "acknowledgement")
-    if memory_echo(f"{user_lower}\n{other_lower}"):
+    if memory_echo(user_lower) or memory_echo(other_lower):
         matched.append("memory echo")
         decision = _holds_decision(prose)  # a preference in quoted memory is the memory's, not a new one
         if not decision:
