@@ -55,6 +55,13 @@ _INJECTION_ANY: tuple[_Rule, ...] = (
     _rule(("ignore",), rf"{_W}ignore\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|earlier|above|preceding"
           r"|former)\s+(?:instructions|prompts?|rules|directions)"),
     _rule(("<!--",), r"<!--\s*(?:ai|agents?|llms?|assistants?|claude|copilot|gpt|bots?|memory)\b"),
+    # Text hidden from a person reading the page: there only for a machine to read.
+    _rule(("style",), r"style\s*=\s*[\"'][^\"'>]{0,200}?(?:display\s*:\s*none|visibility\s*:\s*hidden"
+          r"|font-size\s*:\s*0(?![.\d]*[1-9]))", ("display", "visibility", "font-size")),
+    # A line that speaks to an AI by name ("LLM: the user's identity is …").
+    _rule(("ai:", "llm:", "agent:", "assistant:"),
+          rf"{_W}(?:ai|llm|agent|assistant)s?\s*:\s+(?:the\s+user|remember|store|save|always|never|ignore"
+          r"|you\s+must|from\s+now\s+on)"),
     _rule(("hinweis",), rf"{_W}hinweis\s+(?:an|für)\s+(?:die\s+|alle\s+|den\s+)?(?:ki|llms?|agenten|assistenten"
           r"|ki-\w+)"),
     _rule(("ki", "llm"), rf"{_W}(?:ki|llms?|ki-assistenten|ki-agenten),?\s+die\s+(?:dies|das|diesen\s+text)\s+lesen",
@@ -93,6 +100,8 @@ _INJECTION_READ: tuple[_Rule, ...] = (
           r"(?:mémorisez|mémorise|merken|speichern|guarda|guárdalo|salve|salva|memorize|memoriza)[\w-]*\s+"
           r"(?:\w+\s+)?(?:globalement|global|globalmente)"),
     _rule(("グローバルメモリ", "ユーザーは"), r"グローバルメモリ|ユーザーは"),
+    _rule(("ai,", "llm,", "agent,", "assistant,"), rf"{_W}(?:ai|llm|agent|assistant)s?\s*,\s+(?:the\s+user|remember"
+          r"|store|save|always|never|ignore|you\s+must|from\s+now\s+on)"),
     _rule(("the user",), r"the\s+user(?:'s)?\s+(?:always\s+|really\s+|strongly\s+|now\s+)?(?:prefers?|preferred"
           r"|preference|wants|likes|loves|hates|requires|approves|has\s+approved|allows|insists|name\s+is"
           r"|is\s+called)"),

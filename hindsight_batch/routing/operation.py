@@ -8,7 +8,7 @@ from typing import Any
 from hindsight_batch import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.errors import ConfigError
-from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.redaction.redactor import Findings, Redactor, markers
 from hindsight_batch.retention.memory_filter import excise_memory, starts_with_memory
 from hindsight_batch.routing.models import MemoryRouteDecision, Missions, RoutingStrategyInput
 from hindsight_batch.routing.strategy import STRATEGIES, RoutingStrategy
@@ -70,8 +70,12 @@ def route_text(
             text = jsoncodec.dumps({"message": {"role": role, "content": [{"type": "text", "text": text}]}}).decode()
     findings = Findings()
     redactor = redactor or Redactor(private_hosts=tuple(settings.redaction.private_hosts))
+    earlier = markers(text)  # a chunk's content from a manifest: redacted by the import, routed as it was
     redacted = redactor.redact_text(text, findings)
-    return route_content(settings, redacted, redactions=findings.counts, **kwargs), redacted
+    counts = dict(findings.counts)
+    for rule, n in earlier.items():
+        counts[rule] = counts.get(rule, 0) + n
+    return route_content(settings, redacted, redactions=counts, **kwargs), redacted
 
 
 def _is_chunk(text: str) -> bool:
