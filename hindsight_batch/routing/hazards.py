@@ -141,6 +141,9 @@ _ECHO: tuple[_Rule, ...] = (
     _rule(("recalled", "i recalled", "i've recalled", "we recalled", "we've recalled"),
           rf"{_W}(?:recalled\s+(?:memories|memory|facts|preferences|context)|(?:i|i've|we|we've)\s+recalled)\b"),
     _rule(("relevant memories",), rf"{_W}relevant\s+memories\b"),
+    _rule(("your saved", "your stored", "your remembered", "my saved", "my stored", "my notes"),
+          rf"{_W}(?:your|my)\s+(?:saved|stored|remembered)?\s*(?:preferences|memories|notes|settings)\s+(?:say|says"
+          r"|show|shows|are|include|includes|mention)\b"),
     _rule(("my memor", "your memor"), rf"{_W}(?:my|your)\s+memor(?:y|ies)\s+(?:says?|shows?|notes?|indicates?"
           r"|contains?|holds?|tells?)\b"),
     _rule(("i remember", "i recall"), rf"{_W}i\s+(?:remember|recall)\s+(?:that\s+)?you\s+(?:prefer|like|said"
@@ -163,7 +166,8 @@ _ECHO: tuple[_Rule, ...] = (
 
 
 # Every echo rule's match holds one of these: a chunk without any of them is not read further.
-_ECHO_GATES = ("memor", "recall", "hindsight", "told", "said", "mentioned", "noted", "stored", "saved", "user bank",
+_ECHO_GATES = ("memor", "rememb", "recall", "hindsight", "told", "said", "mentioned", "noted", "stored", "saved",
+               "user bank", "previous", "past", "earlier", "prior",
                "on record", "mémoire", "memória", "gedächtnis", "speicher", "erinnerungen", "記憶", "メモリ")
 
 
@@ -233,7 +237,7 @@ _STREET = re.compile(
     r"|way|court|ct|place|pl|square|sq|terrace)\b|\b(?:rue|calle|rua|avenida|av\.)\s+[\w' -]{2,40},?\s*\d{1,5}\b"
     r"|\b[\w-]+(?:straße|strasse|weg|gasse|platz)\s+\d{1,5}\b"
 )
-_ID_VALUE = re.compile(r"\b[a-z]{0,2}\d[\d .-]{6,20}\d[a-z]?\b")
+_ID_VALUE = re.compile(r"\b[a-z]{0,2}\d[\d .-]{4,20}\d[a-z]?\b")
 
 
 _NUMBER = re.compile(r"[+(]?\d(?:[ .()/-]?\d){5,30}")  # six digits or more: a phone number, an id, an IBAN

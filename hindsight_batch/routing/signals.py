@@ -68,6 +68,7 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     )),
     ("global", "identity", (
         "my (pronouns|handle|username|timezone|birthday|nationality) (is|are)", "my time zone is",
+        "my (timezone|time zone|pronouns|nationality)",
         "my (native|first|mother) (language|tongue) is", "my job title is", "my pronouns", "my role is",
         "i go by", "my name's", "(i'm|i am) (a|an) native", "my (second|native|first|mother) (language|tongue)",
         "i work from", "i use (they|he|she) (them|him|her)", "(i'm|i am) (colorblind|colourblind|color-blind"
