@@ -161,3 +161,23 @@ def authored(content: str) -> Authored:
             memory = _record(message, user, agent, read, output) or memory
     flush_plain()
     return Authored("\n".join(user), "\n".join(agent), "\n".join(read), "\n".join(output), memory)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# A sentence that asks for memory rather than giving it: "remind me of my preferences", "what do you know about me".
+_REQUEST = re.compile(r"(?:please\s+|pls\s+|can\s+you\s+|could\s+you\s+)?(?:remind\s+me|summari[sz]e|list|show\s+me"
+                      r"|tell\s+me|recall|look\s+up|what\s+do\s+you\s+(?:know|remember))\b", re.I)
+
+
+def told_and_asked(text: str) -> tuple[str, str]:
+    """The user's words as (what they state, what they ask): questions ("Should I always use tabs?") and requests
+    for what memory holds ("remind me of my preferences") are not statements about the user."""
+    if "?" not in text and "？" not in text and not _REQUEST.search(text):
+        return text, ""
+    told: list[str] = []
+    asked: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        stripped = sentence.strip().rstrip("\"')»”’")
+        question = stripped.endswith(("?", "？"))
+        (asked if question or _REQUEST.match(stripped) else told).append(sentence)
+    return "\n".join(told), "\n".join(asked)

@@ -36,7 +36,7 @@ from hindsight_batch.routing.models import (
     SignalCategory,
     SkipReason,
 )
-from hindsight_batch.routing.provenance import authored
+from hindsight_batch.routing.provenance import authored, told_and_asked
 from hindsight_batch.routing.signals import (
     SignalMatches,
     find_signals,
@@ -95,10 +95,13 @@ def _classify(data: RoutingStrategyInput) -> Classification:
         return _skip(0.95, "recalled memory block (S1)", SignalMatches(), ["memory block"], s1, "memory-echo")
     # User Bank statements count only in the user's own words; the agent's words and what the agent read or ran
     # count for project and skip signals. The context string (the session's) is the tool's own: project only.
-    user = find_signals(parts.user) if parts.user.strip() else SignalMatches()
-    if parts.user.strip() and instruction(parts.user):
+    # A question or a request for what memory holds is not a statement about the user: project signals only.
+    told, asked = told_and_asked(parts.user)
+    user = find_signals(told) if told.strip() else SignalMatches()
+    if told.strip() and instruction(told):
         user.labels[("directive", "instruction")] += 1
-    prose = user.merged(find_signals(parts.agent), drop=_USER_ONLY) if parts.agent.strip() else user
+    prose = user.merged(find_signals(asked), drop=_USER_ONLY) if asked.strip() else user
+    prose = prose.merged(find_signals(parts.agent), drop=_USER_ONLY) if parts.agent.strip() else prose
     rest = "\n".join(part for part in (parts.read, parts.output, data.context or "") if part)
     found = prose.merged(find_signals(rest), drop=_USER_ONLY) if rest.strip() else prose
     user_lower = sample(parts.user).lower()  # what the hazards read: as much as the signals do
