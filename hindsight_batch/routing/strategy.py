@@ -1,17 +1,16 @@
-"""Routing strategies: the protocol, the two shipped strategies, and lookup by name.
+"""Routing strategies: the protocol, the two shipped strategies, and lookup by name (docs/routing.md).
 
-``project-global-default`` classifies a chunk as project / User Bank (``global``) / both / skip. Confidence bands:
+``project-global-default`` classifies a chunk as project / User Bank (``global``) / both / skip. Who wrote each part
+decides what it may become (:mod:`.provenance`): only the user's own words can make a User Bank candidate, and its
+confidence is 0.60 plus 0.10 per kind of evidence (:func:`_user_bank_evidence`); the User Bank alone needs 0.80
+(``USER_BANK_MIN_CONFIDENCE``), so one phrase (0.70) goes to ``both`` at most.
 
-* >= 0.80  high: the only band in which a User Bank-only route is allowed (``USER_BANK_MIN_CONFIDENCE``);
-* 0.60 – 0.80  medium: project routes, ``both`` for ambiguous content, or skip on a clear transient signal;
-* <  0.60  low: no clear signal; a transcript chunk then stays with its project (0.5).
-
-Safety, in order of precedence: a secret that redaction replaced under policy ``skip``, or credential-like text
-that no rule caught, skips the chunk; redacted content is never routed to the User Bank; transient artifacts,
-screenshots and command or test output skip a chunk unless durable content outweighs them; an ambiguous mix goes
-to ``both`` (or stays project-only when project work dominates), never to the User Bank alone. Identity words
-inside project work ("the user's name field") are not identity statements: those need "my name is <Name>",
-"call me <Name>", "my pronouns are" and the like.
+In order of precedence: injected memory (S1), a secret under policy ``skip``, credential-like text and other
+people's personal data skip the chunk; prompt injection keeps it in the project bank, flagged; transient artifacts,
+acknowledgements, recalled memory quoted back, command output without a decision and temporary notes skip it, each
+with its ``skip_reason``; a one-off instruction stays in the project bank; an ambiguous mix goes to ``both`` (or
+stays project-only when project work dominates or the preference is scoped to the project), never to the User Bank
+alone; redacted content never goes to the User Bank.
 """
 
 from __future__ import annotations
