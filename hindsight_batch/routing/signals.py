@@ -112,7 +112,8 @@ _PHRASES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("scope", "cross-project scope", (
         "globally", "cross-project", "everywhere", "wherever (i|we|you) (work|go|am|are|code)", "global memory",
         "(across|in|for|on|to) (all|every|any|each) (of|) (my|our|the|) (projects|project|repos|repo|repositories"
-        "|repository|codebases|codebase|sessions|session|machines|machine|conversations|languages)",
+        "|repository|codebases|codebase|sessions|session|machines|machine|conversations|languages|tools|tool"
+        "|editors|apps)",
         "every (project|repo|repository|codebase) (of mine|i own|i work on|i touch)",
         "(every|any) (project|repo|repository|codebase)", "all (my|of my) (projects|repos|repositories|codebases"
         "|work|code|sessions|machines|logs)", "all (projects|repos|repositories|codebases|sessions)",
