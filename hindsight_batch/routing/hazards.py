@@ -136,7 +136,8 @@ _ECHO: tuple[_Rule, ...] = (
           r"(?:you|i\s+know|i\s+recall)"),
     _rule(("what",), rf"{_W}what\s+(?:the\s+)?(?:memory|memories|hindsight|memory\s+bank)\s+(?:returned|says|said"
           r"|recalled|holds|has|gave|shows)\b"),
-    _rule(("memory",), rf"{_W}memory\s+(?:returned|results?|search\s+returned|recall)\b"),
+    _rule(("memory", "memories"), rf"{_W}memor(?:y|ies)\s+(?:returned|results?|search\s+returned|recall|queued|stored"
+          r"|saved|retained|recorded)\b"),
     _rule(("hindsight",), rf"{_W}hindsight\s+(?:memory|memories|recall|recalled)\b"),
     _rule(("recalled", "i recalled", "i've recalled", "we recalled", "we've recalled"),
           rf"{_W}(?:recalled\s+(?:memories|memory|facts|preferences|context)|(?:i|i've|we|we've)\s+recalled)\b"),

@@ -155,8 +155,8 @@ def authored(content: str) -> Authored:
         message = value.get("message")
         if not isinstance(message, dict):
             message = value if "role" in value else None
-        if message is None:
-            _strings(value, read)
+        if message is None:  # a JSON object that is not a message (a dump pasted into `route`): output
+            _strings(value, output)
         else:
             memory = _record(message, user, agent, read, output) or memory
     flush_plain()

@@ -371,7 +371,7 @@ _OUTPUT_LINE = re.compile(
     r"\S++\s++\d++\s++\d++\.\d++\s++\d++\.\d++\s|\d++(?:\.\d++)?[KMGT]?\t|[├└│]|\S++@\d++\.\d++\.\d++|"
     r"(?:Test Suites|Tests|Snapshots|Time):\s|Ran all test suites|All checks passed|Refreshing state|No changes\.|"
     r"Plan: \d|Apply complete|\d++ director(?:y|ies), \d++ files?|panic: |goroutine \d++ \[|\[signal SIG|"
-    r"\S++\.go:\d++|#\d++\s++0x[0-9a-f]++|[0-9a-f]{7,8}:?\s++[0-9a-f]{2,4}\s|Events:|Type\s++Reason|"
+    r"\S*?\.go:\d++|\S*?\(0x[0-9a-f]|[\w.$]++\(\)\s*+$|_{3,}|E\s{2,}\S|[.FEsxX]++\s*+$|#\d++\s++0x[0-9a-f]++|[0-9a-f]{7,8}:?\s++[0-9a-f]{2,4}\s|Events:|Type\s++Reason|"
     r"(?:Normal|Warning)\s++\w++\s++\d++[smhd]|<---|--->|\[\d++:0x|\{\s*+\"[^\"]++\"\s*+:|"
     r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}[ ,.]|"
     r"\[?(?:DEBUG|INFO|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\]?[: \]]|HTTP/\d|< HTTP|"
@@ -442,11 +442,13 @@ def find_signals(text: str) -> SignalMatches:
     output: list[str] = []
     for line in text.split("\n"):
         if line.strip():
-            matches.text_lines += 1
             if _OUTPUT_LINE.match(line):
+                matches.text_lines += 1
                 matches.output_lines += 1
                 output.append(line)
                 continue
+            if len(line.split()) >= 3:  # a word or two ("ruff", "F") is neither prose nor output: not counted
+                matches.text_lines += 1
         prose.append(line)
     if not output:
         _match(text, matches.labels)

@@ -226,9 +226,9 @@ _DECISIONS = ("implementation decision", "architecture", "delivery state", "proj
 
 
 def _holds_decision(prose: SignalMatches) -> bool:
-    """Whether the user's and the agent's words hold a project decision or fact: one of :data:`_DECISIONS`, or
-    two kinds of project signal."""
-    return any(prose.has("project", label) for label in _DECISIONS) or prose.score("project") >= 2
+    """Whether the user's and the agent's words hold a project decision or fact: one of :data:`_DECISIONS`, two
+    kinds of project signal, or one said three times ("I refactored the config, which fixes the bug")."""
+    return any(prose.has("project", label) for label in _DECISIONS) or prose.score("project") >= 1.5
 
 
 def _statements(user: SignalMatches) -> set[str]:
