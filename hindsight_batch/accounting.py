@@ -63,6 +63,15 @@ class ImportSummary:
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
     sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
+    # Sessions a live extension's switch covers (hindsight_batch/switches.py), left out or (import without
+    # --respect-switches) reported only; and retain cursors that could not be used as they are (a fallback).
+    switched_off: list[dict[str, Any]] = field(default_factory=list)
+    cursor_fallbacks: list[dict[str, str]] = field(default_factory=list)
+    queued_by_extension: list[dict[str, Any]] = field(default_factory=list)  # hindsight-pi's queued records
+    # Sessions skipped for want of a bank (the run exits 1), each with the exact fix; and sessions planned into
+    # this tool's own bank because no live extension was configured or found (--apply does not send them).
+    without_bank: list[dict[str, str]] = field(default_factory=list)
+    bank_unnamed: list[dict[str, str]] = field(default_factory=list)
     banks: dict[str, dict[str, Any]] = field(default_factory=dict)  # project bank → sessions, why
     live_retained: Counter[str] = field(default_factory=Counter)  # decision → sessions
     live_unchecked: str | None = None
@@ -114,6 +123,17 @@ class ImportSummary:
             "catch_up_skipped_total": len(self.catch_up_skipped),
             "sessions_skipped": self.sessions_skipped[: self.MAX_LISTED],
             "sessions_skipped_total": len(self.sessions_skipped),
+            "switched_off": self.switched_off[: self.MAX_LISTED],
+            "switched_off_total": len(self.switched_off),
+            "switched_off_skipped": sum(1 for s in self.switched_off if s["respected"] and s["whole_session"]),
+            "cursor_fallbacks": self.cursor_fallbacks[: self.MAX_LISTED],
+            "cursor_fallbacks_total": len(self.cursor_fallbacks),
+            "queued_by_extension": self.queued_by_extension[: self.MAX_LISTED],
+            "without_bank": self.without_bank[: self.MAX_LISTED],
+            "without_bank_total": len(self.without_bank),
+            "without_bank_fix": _bank_fix(self.without_bank),
+            "bank_unnamed": self.bank_unnamed[: self.MAX_LISTED],
+            "bank_unnamed_total": len(self.bank_unnamed),
             "project_banks": self.banks,
             "live_retained": dict(sorted(self.live_retained.items())),
             "live_retained_unchecked": self.live_unchecked,
@@ -213,3 +233,9 @@ def _without_mode(reason: str) -> str:
     from hindsight_batch.routing.strategy import reason_without_mode
 
     return reason_without_mode(reason)
+
+
+def _bank_fix(skipped: list[dict[str, str]]) -> list[str]:
+    """The fixes for the sessions skipped for want of a bank, each once: ``--map`` flags by the folders that are
+    gone (the longest folder that holds several of them is not guessed: one flag per cwd)."""
+    return list(dict.fromkeys(entry["fix"] for entry in skipped if entry.get("fix")))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -62,10 +62,13 @@ class ImportOptions:
     delete_stale: bool = False  # list (dry run) or delete (apply) the plan's stale server documents
     live_retained: LiveRetained = "after"
     catch_up: bool = False
+    respect_switches: bool | None = None  # the live extension's switches; None: on with catch_up, else reported only
     max_seconds: float | None = None
     jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (parallelism.py)
     progress: bool = False  # a progress bar on stderr
     from_run: str | None = None  # with apply: send exactly what this dry run planned (checked first), nothing else
+    extension: str | None = None  # whose bank rule applies: hindsight-pi (hpi), pi-hindsight or none (--extension)
+    path_map: Mapping[str, str] | None = None  # moved repositories, OLD folder -> where it is now (--map)
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,13 @@ class ImportResult:
     stale: StaleDocuments | None
     data: dict[str, Any] = field(repr=False)
     refused: int = 0  # --from-run: sessions refused (changed since the review)
+    without_bank: int = 0  # sessions skipped for want of a bank (the summary's without_bank_fix says the fix)
 
     @property
     def ok(self) -> bool:
-        """No file failed, no item was refused and no reviewed session was refused (``import`` exits 1
-        otherwise)."""
-        return not (self.failed_files or self.upload_failed or self.refused)
+        """No file failed, no item was refused, no reviewed session was refused and no session was skipped for
+        want of a bank (``import`` exits 1 otherwise)."""
+        return not (self.failed_files or self.upload_failed or self.refused or self.without_bank)
 
 
 def run_import(options: ImportOptions) -> ImportResult:
@@ -124,7 +128,8 @@ def run_import(options: ImportOptions) -> ImportResult:
         raise UsageError(f"--from-run sends exactly what was reviewed; it does not go with "
                          f"{'--delete-stale' if options.delete_stale else '--catch-up'}")
     flags = {"import.branches": options.branches, "import.compaction": options.compaction,
-             "userRetain.mode": options.mode}
+             "userRetain.mode": options.mode, "pathMap": dict(options.path_map) if options.path_map else None,
+             "extension": {"hpi": "hindsight-pi"}.get(options.extension or "", options.extension)}
     resolver = ConfigResolver(config_file=options.config_file, flags=flags)
     settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     # A source is a file, not a spelling (S4); --from-run without paths: the run's own sources.
@@ -139,7 +144,7 @@ def run_import(options: ImportOptions) -> ImportResult:
         manifest=options.manifest, include_content=options.include_content, since=options.since,
         cwd_filter=options.cwd_filter, project_filter=options.project_filter, progress=options.progress,
         apply=apply, wait=options.wait, wait_timeout=options.wait_timeout, catch_up=options.catch_up,
-        max_seconds=options.max_seconds, jobs=options.jobs, live=live,
+        respect_switches=options.respect_switches, max_seconds=options.max_seconds, jobs=options.jobs, live=live,
     )
     writer = ManifestWriter(options.manifest)  # a bad manifest path fails here, before the ledger folder is made
     stale: StaleDocuments | None = None
@@ -180,6 +185,7 @@ def run_import(options: ImportOptions) -> ImportResult:
         chunks=data["chunks"], statuses=dict(data["statuses"]), failed_files=data["failed_files_total"],
         upload_failed=data["upload"]["failed"] if data["upload"] else 0, manifest=options.manifest, stale=stale,
         data=data, refused=data["from_run"]["refused_total"] if data["from_run"] else 0,
+        without_bank=data["without_bank_total"],
     )
 
 
@@ -241,7 +247,7 @@ def ledger_report(run_id: str | None = None, *, state_dir: Path | None = None) -
     from hindsight_batch.report import build_report
     from hindsight_batch.state import open_ledger
 
-    with open_ledger(state_dir) as ledger:
+    with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return build_report(ledger, run_id)
 
 
@@ -254,7 +260,7 @@ def verify_documents(bank: str | None = None, *, state_dir: Path | None = None,
     from hindsight_batch.verify import verify
 
     settings = load_settings(config_file)
-    with open_ledger(state_dir) as ledger, client_for(settings) as client:
+    with open_ledger(state_dir, runs_needed=True) as ledger, client_for(settings) as client:
         client.preflight()
         return verify(ledger, client, bank)
 
@@ -310,5 +316,5 @@ def write_review_page(run_id: str | None = None, output: Path | None = None, *,
     from hindsight_batch.review import write_review
     from hindsight_batch.state import open_ledger
 
-    with open_ledger(state_dir) as ledger:
+    with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return write_review(ledger.db, output, run_id)

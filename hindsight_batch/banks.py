@@ -14,7 +14,10 @@ own (read from its source; ``README.md`` "Which bank your import lands in"):
   ``pi-project-<slug(basename(basis))>-<sha256(basis)[:12]>``, the basis being the cwd (``derive: cwd``) or the
   main worktree's root (git, else the nearest folder holding ``.git``, else the cwd), symlinks resolved;
   ``derive: basename`` → the root folder's name.
-* **neither found**: ``banks.project.bankId``, else ``bankId``, else this tool's own ``pi-<project>-<hash of cwd>``.
+* **neither configured**: ``banks.project.bankId``, else ``bankId``, else the rule of the extension found installed
+  (:mod:`hindsight_batch.config.installed`) with its defaults, else this tool's own ``pi-<project>-<hash of cwd>``,
+  which :class:`BankChoice` marks ``unnamed`` (a dry run plans it and says so; ``--apply`` does not send it).
+* **moved**: ``--map OLD=NEW`` (``pathMap``) reads a cwd under ``OLD`` as under ``NEW`` (:func:`moved`).
 
 Git runs read-only in the cwd: ``git -C <cwd>``, no optional locks, no hooks, no pager, a timeout. Where the rule
 cannot be reproduced now (``pi-session``; a cwd that no longer exists; git missing), the bank the extension recorded
@@ -36,6 +39,7 @@ from hindsight_batch import jsoncodec
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
+from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.masking import mask
 
 GIT_TIMEOUT = 5.0
@@ -49,11 +53,30 @@ class Unreproducible(Exception):
 
 
 class BankChoice(NamedTuple):
-    """The project bank of a session (``bank_id``), or why there is none (``skip``), and how it was found."""
+    """The project bank of a session (``bank_id``), or why there is none (``skip``), and how it was found.
+    ``unnamed``: no extension was configured or found, so the bank is this tool's own guess; what to name (a dry
+    run plans it and says so, ``--apply`` does not send it)."""
 
     bank_id: str | None
     why: str
     skip: str | None = None
+    unnamed: str | None = None
+    fix: str | None = None  # with ``skip``: the exact flag or key that gives the session a bank
+    found: str | None = None  # the extension found installed whose defaults gave the bank (no configuration)
+
+
+NAME_ONE = ("name the extension whose bank to use (--extension hpi|pi-hindsight, or \"extension\" in "
+            "~/.hindsight/config.json), or a bank (bankId, HINDSIGHT_BANK_ID)")
+
+
+def moved(cwd: str, path_map: Mapping[str, str]) -> str | None:
+    """Where ``cwd`` is now, by the longest ``OLD`` of ``path_map`` (``--map OLD=NEW``) that is it or a folder
+    above it; None when none is."""
+    best = max((old for old in path_map if cwd == old.rstrip("/") or cwd.startswith(old.rstrip("/") + "/")),
+               key=len, default=None)
+    if best is None:
+        return None
+    return path_map[best].rstrip("/") + cwd[len(best.rstrip("/")):]
 
 
 def sanitize(value: str) -> str:
@@ -300,9 +323,12 @@ def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, e
         for kind in ("auto", "tool"):
             banks |= _banks_in_lines(root / f"{_queue_safe(session_id)}.{kind}.jsonl")
         return banks
-    if family == PI_HINDSIGHT:
-        doc = "pi-session:" + hashlib.sha256(str(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
-        return _banks_in_lines(Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl", doc)
+    if family == PI_HINDSIGHT:  # its live document id under each spelling of the session's path (pi's own first)
+        from hindsight_batch.switches import path_hashes
+
+        queue = Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl"
+        return set().union(*(_banks_in_lines(queue, f"pi-session:{digest}")
+                             for digest in path_hashes(session_file, env)))
     return set()
 
 
@@ -311,7 +337,7 @@ def persisted_recall_bank(session_file: Path) -> str | None:
     keeping any of its text."""
     bank: str | None = None
     try:
-        with session_file.open("rb") as handle:
+        with open_regular_file(session_file) as handle:  # a FIFO swapped in mid-run must not block the run
             for line in handle:
                 if b"hindsight-recall" not in line or b"bankId" not in line:
                     continue
@@ -336,13 +362,17 @@ class BankResolver:
     def __init__(self, env: Mapping[str, str] | None = None, git: Git | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
         self._git = git or Git(self._env)
-        self._derived: dict[tuple[str, str, int], tuple[str, str] | Unreproducible] = {}
+        self._derived: dict[tuple[str, str, int, str | None], tuple[str, str] | Unreproducible] = {}
         self._tags: dict[str, list[str]] = {}
+        from hindsight_batch.config.installed import Installed
 
-    def derive(self, resolved: ResolvedConfig, cwd: str, project: str) -> tuple[str, str]:
-        """The bank by the rule in effect, and why. Raises :class:`Unreproducible`."""
+        self._installed = Installed(self._env)
+
+    def derive(self, resolved: ResolvedConfig, cwd: str, project: str, found: str | None = None) -> tuple[str, str]:
+        """The bank by the rule in effect, and why. ``found``: the extension found installed where no configuration
+        names one (:mod:`hindsight_batch.config.installed`): its defaults apply. Raises :class:`Unreproducible`."""
         settings = resolved.settings
-        family = resolved.family
+        family = found or resolved.family
         theirs = resolved.family_files.get(PI_HINDSIGHT, [])
         origin = resolved.origin("banks.project.bankId")
         if family == HINDSIGHT_PI and settings.banks.project.bank_id and origin.split(" (")[0] not in theirs:
@@ -363,10 +393,11 @@ class BankResolver:
         return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
                                                     "pi-<project>-<sha256(cwd)[:8]>")
 
-    def family_tags(self, resolved: ResolvedConfig, cwd: str | None) -> list[str]:
-        """Tags the configured extension adds that this tool's own do not cover (pi-hindsight's scope tags), so
-        imported memories match its recall filters; none where they cannot be derived now."""
-        if resolved.family != PI_HINDSIGHT or not cwd:
+    def family_tags(self, resolved: ResolvedConfig, cwd: str | None, found: str | None = None) -> list[str]:
+        """Tags the configured extension (or the one ``found`` installed) adds that this tool's own do not cover
+        (pi-hindsight's scope tags), so imported memories match its recall filters; none where they cannot be
+        derived now."""
+        if (found or resolved.family) != PI_HINDSIGHT or not cwd:
             return []
         if cwd not in self._tags:
             try:
@@ -381,20 +412,52 @@ class BankResolver:
         clash = user_bank_clash(resolved, choice.bank_id)
         return BankChoice(None, choice.why, clash) if clash else choice
 
+    def derive_here(self, resolved: ResolvedConfig, cwd: str, project: str) -> tuple[str, str]:
+        """:meth:`derive` with the extension found installed for ``cwd`` where no configuration names one, as an
+        import chooses it (``status``). Raises :class:`Unreproducible`."""
+        family, found_why, unnamed = self._found(resolved, cwd, None)
+        bank, why = self.derive(resolved, cwd, project, family)
+        if found_why:
+            why = f"{found_why}: {why}"
+        if unnamed:
+            why = f"{why}; {unnamed} (import --apply does not send these sessions until then)"
+        return bank, why
+
+    def _found(self, resolved: ResolvedConfig, cwd: str, session_file: Path | None
+               ) -> tuple[str | None, str, str | None]:
+        """Where no configuration names an extension or a bank: the one found installed (its family and the
+        signs), or none and what to name (:data:`NAME_ONE`)."""
+        settings = resolved.settings
+        if resolved.family != "none" or settings.extension != "auto" or settings.bank_id \
+                or settings.banks.project.bank_id:
+            return None, "", None
+        found = self._installed(cwd, session_file)
+        if len(found) == 1:
+            ((family, signs),) = found.items()
+            why = f"{family} found installed ({'; '.join(signs[:3])}), no configuration of it: its defaults"
+            if family == HINDSIGHT_PI and "baseUrl" not in resolved.origins and "apiKey" not in resolved.origins:
+                why += " (it is disabled until it is given a server: no config file, no HINDSIGHT_* variable)"
+            return family, why, None
+        if found:
+            listed = "; ".join(f"{family}: {', '.join(s[:2])}" for family, s in sorted(found.items()))
+            return None, "", f"both live extensions were found ({listed}): {NAME_ONE}"
+        return None, "", f"no live extension was found (no configuration, package, extension file or entry): {NAME_ONE}"
+
     def _choose(self, resolved: ResolvedConfig, cwd: str | None, project: str, session_id: str,
                 session_file: Path) -> BankChoice:
         if not cwd:
-            return BankChoice(None, "", "the session header has no cwd")
-        key = (cwd, project, id(resolved))
+            return BankChoice(None, "", "the session header has no cwd", fix=f"a bank: {NAME_ONE.split('or a ')[-1]}")
+        family, found_why, unnamed = self._found(resolved, cwd, session_file)
+        key = (cwd, project, id(resolved), family)
         if key not in self._derived:
             try:
-                self._derived[key] = self.derive(resolved, cwd, project)
+                self._derived[key] = self.derive(resolved, cwd, project, family)
             except Unreproducible as exc:
                 self._derived[key] = exc
         derived = self._derived[key]
         recorded = recorded_banks(resolved.family, session_id, cwd, session_file, self._env)
         if isinstance(derived, Unreproducible):
-            if not recorded and resolved.family == HINDSIGHT_PI:
+            if not recorded and (family or resolved.family) == HINDSIGHT_PI:
                 bank = persisted_recall_bank(session_file)
                 recorded = {bank} if bank else set()
             if len(recorded) == 1:
@@ -403,13 +466,17 @@ class BankResolver:
             if len(recorded) > 1:
                 return BankChoice(None, "", f"{derived}, and the extension recorded several banks for it: "
                                             f"{', '.join(sorted(recorded))}")
-            return BankChoice(None, "", f"{derived}, and the extension recorded no bank for it")
+            fix = (f"--map {cwd}=<the folder where this repository is now>" if not os.path.isdir(cwd)
+                   else f"a bank: {NAME_ONE.split('or a ')[-1]}")
+            return BankChoice(None, "", f"{derived}, and the extension recorded no bank for it", fix=fix)
         bank, why = derived
+        if found_why:
+            why = f"{found_why}: {why}"
         others = sorted(recorded - {bank})
         if others:
             return BankChoice(None, why, f"the extension recorded bank {', '.join(others)} for this session but "
                                          f"its rule now gives {bank} ({why}); not guessing")
-        return BankChoice(bank, why)
+        return BankChoice(bank, why, unnamed=unnamed, found=family)
 
 
 def project_name(settings: Settings, cwd: str | None) -> str:

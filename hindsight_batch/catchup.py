@@ -1,90 +1,156 @@
-"""What a scheduled catch-up may retain: session memory modes and the live extension's retain cursor.
+"""What the live extension already handled: pi-hindsight's retain cursor, matched by content.
 
-Unlike a deliberate import (which, as the seeds say, ignores session modes), catch-up acts as automatic retain:
+Catch-up acts as automatic retain: messages at or before pi-hindsight's retain cursor were retained live or
+deliberately skipped (a mode, ``/hindsight:next-opt-out``) and are never sent again. The cursor is read as the
+extension writes it (pi-hindsight extensions/lifecycle/retain-cursor.ts):
 
-* session metadata ``<cwd>/.pi/hindsight/session-meta/<sha256(session file path)[:16]>.json``: a missing file
-  means ``normal``; ``mode`` ``read-only`` or ``ignored``, or ``retainMode`` ``off``, means the session is not
-  retained; a file that cannot be read or parsed counts as ``ignored`` (S8, fail closed);
-* the retain cursor ``<cwd>/.pi/hindsight/retain-cursors.json`` (version 3, ``sessions`` keyed by the same hash):
-  the messages at or before it were retained live or deliberately skipped (a mode, ``/hindsight:next-opt-out``)
-  and are never sent by catch-up. The cursor's last ``messageIds`` entry names the last handled message; without
-  ids, ``index`` counts the messages on the active path from 0. A cursor file that cannot be read, or is not
-  version 3, skips the session with a warning (fail closed).
+* ``<cwd>/.pi/hindsight/retain-cursors.json``, ``sessions`` keyed by ``stableSessionId`` (sha256 of the session
+  path as pi spells it, first 16; :func:`hindsight_batch.switches.path_hashes` gives every spelling);
+* version 3 (``buildCursor``): ``index``, ``tailStart``, ``messageIds``, ``fingerprints``; version 2 (migrated by
+  ``migrateCursorToV3``) has no ``tailStart``; version 1 and ``legacyFingerprints`` entries hold fingerprints only.
+
+The cursor is built over ``agent_end``'s messages, which pi 0.73.1 gives without ids: ``messageIds`` are ``""`` and
+``index`` counts within the last agent run, so neither names an entry of the file. What does is the content:
+``messageFingerprint`` is ``sha256(JSON.stringify({id, role, timestamp, content, toolName, isError, model,
+stopReason}))`` of the message, and the session file holds each message as pi wrote it. The last message on the
+file whose fingerprint is one of the cursor's is the last one handled. A cursor that cannot be used (unreadable,
+another shape, no fingerprint found) never skips the session: the check falls back (the live check's time rule, or
+the whole session) and says so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hindsight_batch import jsoncodec
-from hindsight_batch.session.names import node_path
+from hindsight_batch.switches import path_hashes
+
+# messageFingerprint's object, in its key order (JSON.stringify leaves out a key whose value is undefined).
+_FINGERPRINT_KEYS = ("id", "role", "timestamp", "content", "toolName", "isError", "model", "stopReason")
 
 
-def path_hash(session_file: Path) -> str:
-    return hashlib.sha256(node_path(session_file.resolve()).encode("utf-8")).hexdigest()[:16]
+class CatchUpVerdict(NamedTuple):
+    retain: bool
+    reason: str | None = None  # why the session is skipped
+    handled_id: str | None = None  # the entry of the last message the live extension handled (found by content)
+    handled_until: str | None = None  # or (live-retained check) the time of the last live retain
+    note: str | None = None  # how the cursor was used, when it could not be used as it is (a fallback)
+    switched_off: frozenset[str] = frozenset()  # message entries hindsight-pi's hindsight-meta kept out
+    handled_ids: frozenset[str] = frozenset()  # entries the extension holds already (backfill, queue), by content
 
 
 def _folder(cwd: str) -> Path:
     return Path(cwd) / ".pi" / "hindsight"
 
 
-class CatchUpVerdict(NamedTuple):
-    retain: bool
-    reason: str | None = None  # why the session is skipped
-    handled_id: str | None = None  # the last message the live extension handled
-    handled_index: int | None = None  # or its position among the path's messages
-    handled_until: str | None = None  # or (live-retained check) the time of the last live retain
-
-
-def _read_json(path: Path) -> Any:
-    """The extension's JSON file; whatever it holds, a failure to read it is an OSError or a ValueError."""
-    return jsoncodec.loads(path.read_bytes())
-
-
-def session_mode(cwd: str, session_file: Path) -> str:
-    path = _folder(cwd) / "session-meta" / f"{path_hash(session_file)}.json"
-    if not path.exists():
-        return "normal"
+def fingerprint(message: Mapping[str, Any]) -> str | None:
+    """pi-hindsight retain-cursor.ts ``messageFingerprint`` of a message as the session file holds it: the same
+    keys in the same order, serialised as ``JSON.stringify`` does (no spaces, non-ASCII as it is). None when the
+    message holds something JSON.stringify would write otherwise (a float, a lone surrogate)."""
+    stable = {key: message[key] for key in _FINGERPRINT_KEYS if key in message}
     try:
-        meta = _read_json(path)
-    except (OSError, ValueError):
-        return "ignored"
-    if not isinstance(meta, dict):
-        return "ignored"
-    mode = meta.get("mode", "normal")
-    if mode not in ("normal", "read-only", "ignored"):
-        return "ignored"  # an unknown mode never widens what is retained
-    if mode == "normal" and meta.get("retainMode") in ("off", False):
-        return "retain-off"
-    return str(mode)
+        text = json.dumps(stable, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                          default=_refuse)
+        if _has_float(stable):
+            return None
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    except (ValueError, TypeError, UnicodeEncodeError):
+        return None
 
 
-def verdict(cwd: str | None, session_file: Path) -> CatchUpVerdict:
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+def _has_float(value: Any) -> bool:
+    """Whether ``value`` holds a number Python would write otherwise than ``JSON.stringify``: both write the
+    shortest round-trip digits, but their exponent forms differ (``1e-07`` against ``1e-7``, and the ranges where
+    each switches to them). A file JavaScript wrote never holds ``2.0`` (it writes ``2``, read back as an int)."""
+    if isinstance(value, float):
+        return "e" in repr(value) or value != value or value in (float("inf"), float("-inf"))
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_float(v) for v in value)
+    return False
+
+
+class Cursor(NamedTuple):
+    """The retain cursor of one session: its fingerprints, or why it cannot be used. Both None: no cursor."""
+
+    fingerprints: frozenset[str] | None = None
+    problem: str | None = None
+
+
+def read_cursor(cwd: str, session_file: Path, env: Mapping[str, str] | None = None) -> Cursor:
+    """The session's entry in ``retain-cursors.json`` under any spelling of its path (pi's first), as
+    ``readRetainCursorStore`` reads the file (versions 1, 2 and 3)."""
+    path = _folder(cwd) / "retain-cursors.json"
+    try:
+        data = jsoncodec.loads(path.read_bytes())
+    except FileNotFoundError:
+        return Cursor()
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not JSON"
+        return Cursor(problem=f"retain cursor file {path} cannot be read ({why})")
+    if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
+        return Cursor(problem=f"retain cursor file {path} has no sessions object")
+    sessions = data["sessions"]
+    entry = next((sessions[h] for h in path_hashes(session_file, env) if h in sessions), None)
+    if entry is None:
+        return Cursor()
+    if isinstance(entry, list):  # version 1: the session's fingerprints (readLegacyStore)
+        prints = entry
+    elif isinstance(entry, dict) and isinstance(entry.get("fingerprints"), list):
+        prints = entry["fingerprints"]  # versions 2 and 3 (never messageIds: "" in pi 0.73.1, not entry ids)
+    elif isinstance(entry, dict) and isinstance(entry.get("legacyFingerprints"), list):
+        prints = entry["legacyFingerprints"]
+    else:
+        return Cursor(problem="the retain cursor of this session has no fingerprints")
+    found = frozenset(p for p in prints if isinstance(p, str) and p)
+    if not found:
+        return Cursor(problem="the retain cursor of this session has no fingerprints")
+    return Cursor(found)
+
+
+def last_handled(session_file: Path, fingerprints: frozenset[str]) -> str | None:
+    """The id of the last message entry of the file whose fingerprint is one of ``fingerprints``, or None."""
+    last: str | None = None
+    try:
+        with session_file.open("rb") as stream:
+            for line in stream:  # one line at a time: a session may be hundreds of MB
+                if b'"message"' not in line:
+                    continue
+                try:
+                    entry = jsoncodec.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict) or entry.get("type") != "message":
+                    continue
+                message, entry_id = entry.get("message"), entry.get("id")
+                if isinstance(message, dict) and isinstance(entry_id, str) and fingerprint(message) in fingerprints:
+                    last = entry_id
+    except OSError:
+        return None
+    return last
+
+
+def cursor_verdict(cwd: str | None, session_file: Path, env: Mapping[str, str] | None = None) -> CatchUpVerdict:
+    """What pi-hindsight's retain cursor says was handled: the entry it reaches, or (never a skip) a note on why
+    it could not be used."""
     if not cwd:
-        return CatchUpVerdict(False, "no cwd in the session header")
-    mode = session_mode(cwd, session_file)
-    if mode != "normal":
-        return CatchUpVerdict(False, f"session mode {mode}")
-    cursors = _folder(cwd) / "retain-cursors.json"
-    if not cursors.exists():
         return CatchUpVerdict(True)
-    try:
-        data = _read_json(cursors)
-    except (OSError, ValueError):
-        return CatchUpVerdict(False, f"unreadable retain cursor file {cursors}")
-    if not isinstance(data, dict) or data.get("version") != 3 or not isinstance(data.get("sessions"), dict):
-        return CatchUpVerdict(False, f"retain cursor file {cursors} is not version 3")
-    cursor = data["sessions"].get(path_hash(session_file))
-    if cursor is None:
+    cursor = read_cursor(cwd, session_file, env)
+    if cursor.problem is not None:
+        return CatchUpVerdict(True, note=f"{cursor.problem}: not used")
+    if cursor.fingerprints is None:
         return CatchUpVerdict(True)
-    if not isinstance(cursor, dict):
-        return CatchUpVerdict(False, "unreadable retain cursor for this session")
-    ids = cursor.get("messageIds")
-    if isinstance(ids, list) and ids and isinstance(ids[-1], str):
-        return CatchUpVerdict(True, handled_id=ids[-1])
-    index = cursor.get("index")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return CatchUpVerdict(True, handled_index=index)
-    return CatchUpVerdict(False, "unreadable retain cursor for this session")
+    handled = last_handled(session_file, cursor.fingerprints)
+    if handled is None:
+        return CatchUpVerdict(True, note="the retain cursor matches no message of this session by content: not "
+                                         "used")
+    return CatchUpVerdict(True, handled_id=handled)

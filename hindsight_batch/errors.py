@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_ITEMS_FAILED = 1
@@ -75,6 +78,42 @@ class ServerError(HindsightBatchError):
 class Terminated(BaseException):
     """SIGTERM arrived. It unwinds like KeyboardInterrupt, so ``finally`` blocks record the run as interrupted,
     and it is a BaseException so that the ``except Exception`` guards isolating one file never swallow it."""
+
+
+_LAST_SIGNAL: list[type[KeyboardInterrupt] | type[Terminated]] = [KeyboardInterrupt]  # (Python's own for SIGINT)
+
+
+def raise_for_signal(kind: type[KeyboardInterrupt] | type[Terminated]) -> NoReturn:
+    """What the SIGINT and SIGTERM handlers do: raise ``kind``, remembered for :func:`interrupt_behind`."""
+    _LAST_SIGNAL[0] = kind
+    raise kind()
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
+    """The interrupt ``exc`` is or stands for, or None. DuckDB's Python client answers a signal that lands while
+    a query runs with ``RuntimeError("Query interrupted")``, dropping the KeyboardInterrupt or Terminated the
+    signal's handler raised: that one is the interrupt (exit 130 or 143, the run ``interrupted``), not a bug."""
+    if isinstance(exc, (KeyboardInterrupt, Terminated)):
+        return exc
+    if type(exc) is RuntimeError and str(exc) == "Query interrupted":
+        return _LAST_SIGNAL[0]()
+    return None
+
+
+_NO_ROOM = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))  # "No space left on device", …
+
+
+def out_of_room(exc: BaseException) -> str | None:
+    """Why a write failed for want of room (a full disk, a quota), from an OSError or from a library's error that
+    quotes the system's reason (DuckDB's, naming its file); None for any other error. Such a failure is the
+    machine's, not a bug: the caller names the path, exit 2 (1 where other items were done)."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return exc.strerror or _NO_ROOM[0]
+    if not isinstance(exc, OSError) and isinstance(exc, Exception):
+        text = " ".join(str(exc).split())
+        if any(reason in text for reason in _NO_ROOM):
+            return text[:300]
+    return None
 
 
 LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")  # an escape: mypyc takes no surrogate in a literal

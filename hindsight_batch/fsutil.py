@@ -12,6 +12,8 @@ one atomic-write routine: temporary file in the same folder, fsync, rename, fsyn
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import secrets
 import signal
@@ -85,6 +87,38 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: Path) -> int:
+    """Open ``path`` read-only, refusing whatever is not a regular file (an ``OSError`` naming what it is). A FIFO
+    put where a session or queue file was would block a plain open for ever, with the run's lock held, and a
+    device would be read for ever; opened non-blocking, neither waits, and neither is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind of file")
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular_file(path: Path) -> io.BufferedReader:
+    """:func:`open_regular` as a buffered binary file object."""
+    return open(open_regular(path), "rb")
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
+    with open_regular_file(path) as handle:
+        return handle.read()
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:

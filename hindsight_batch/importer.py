@@ -14,21 +14,23 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
 from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
-from hindsight_batch.banks import BankResolver, project_name, with_project_bank
-from hindsight_batch.catchup import CatchUpVerdict, verdict
+from hindsight_batch.banks import BankResolver, moved, project_name, with_project_bank
+from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config import ConfigResolver, Settings
 from hindsight_batch.duplicates import SessionOwners
-from hindsight_batch.errors import HindsightBatchError, Terminated
+from hindsight_batch.errors import HindsightBatchError, Terminated, interrupt_behind
+from hindsight_batch.extension_records import queued_ids
 from hindsight_batch.parallelism import auto_jobs
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
@@ -38,6 +40,7 @@ from hindsight_batch.session.names import source_name
 from hindsight_batch.sinks import manifest_table
 from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_line, encode_lines
+from hindsight_batch.switches import LuxusSession, Switched, hpi_session, luxus_session, project_switch, switched_row
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
@@ -71,11 +74,20 @@ class ImportOptions:
     jobs: int | Literal["auto"] = 1  # session files planned at once, in worker processes when more than one
     live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
     reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (reviewed.py)
+    # What the user told the live extension (hindsight_batch/switches.py): None means on for catch-up (automatic
+    # retain), off for an import (a deliberate operation: seed 001's mode matrix allows import in every mode), which
+    # still reports every session a switch covers.
+    respect_switches: bool | None = None
+
+    @property
+    def switches_respected(self) -> bool:
+        return self.catch_up if self.respect_switches is None else self.respect_switches
 
 
 def settings_hash(settings: Settings) -> str:
     """Everything that shapes an import's output, plus the tool version: if it changes, a source is redone."""
-    shaping = settings.model_dump(mode="json", by_alias=True, exclude={"api_key", "base_url", "upload"})
+    shaping = settings.model_dump(mode="json", by_alias=True, exclude={"api_key", "base_url", "upload",
+                                                                          "path_map"})
     blob = json.dumps({"settings": shaping, "version": __version__}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -97,6 +109,7 @@ class _Job(NamedTuple):
     bank_why: str  # how the project bank was chosen, on every manifest row
     live_retained: LiveNote | None = None  # what the live check found, on every manifest row
     sha256: str | None = None  # of the file's bytes, checked before planning
+    annotations: dict[str, Any] | None = None  # a switch that covers the session, a cursor not used: on every row
 
     @property
     def name(self) -> str:
@@ -171,6 +184,7 @@ class Importer:
         by default one for ``options.manifest``."""
         self.resolver = resolver
         self.banks = BankResolver(resolver.env)
+        self._path_map = resolver.for_cwd(None).settings.path_map
         self.ledger = ledger
         self.options = options
         self.files = files
@@ -191,6 +205,8 @@ class Importer:
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
         self._shaped: dict[tuple[int, str, tuple[str, ...]], tuple[object, Settings, str]] = {}
+        self._project_switches: dict[str, Switched | None] = {}  # per cwd (hindsight_batch/switches.py)
+        self._meta_folders: dict[str, bool] = {}  # per cwd: whether pi-hindsight keeps session meta there
 
     def _redactor(self, settings: Settings) -> Redactor:
         from hindsight_batch.redaction.redactor import Redactor
@@ -253,8 +269,18 @@ class Importer:
         except (KeyboardInterrupt, Terminated):
             status = "interrupted"
             raise
+        except RuntimeError as exc:  # a signal DuckDB turned into "Query interrupted" (errors.interrupt_behind)
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            status = "interrupted"
+            raise interrupt from None
         finally:
-            self.manifest.close(complete=status in ("ok", "partial"))
+            failing = sys.exc_info()[1]  # the error or interrupt ending the run, if one is: nothing here hides it
+            try:
+                self.manifest.close(complete=status in ("ok", "partial"))
+            except BaseException as exc:  # the manifest could not be completed (a full disk): the run failed
+                status, failing = "failed", exc
             summary.seconds = time.perf_counter() - started
             summary.stage_seconds = {
                 "read+parse": self.times.extra.get("read", 0.0),
@@ -263,9 +289,16 @@ class Importer:
                 "chunk+route": self.times.extra.get("chunk+route", 0.0),
                 "manifest+ledger": self.times.extra.get("sink", 0.0),
             }
-            if summary.failed_files:
-                self.ledger.record_failed_files(summary.run_id, summary.failed_files)
-            self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            try:
+                if summary.failed_files:
+                    self.ledger.record_failed_files(summary.run_id, summary.failed_files)
+                self.ledger.finish_run(summary.run_id, status, summary.to_dict())
+            except Exception:
+                if failing is None:
+                    raise
+                # (the ledger's disk may be what failed: the run then shows as interrupted once its lock is free)
+            if failing is not None and failing is not sys.exc_info()[1]:
+                raise failing
         return summary
 
     def _plan_here_one_by_one(self, bar: ProgressBar) -> None:
@@ -375,25 +408,43 @@ class Importer:
             summary.duplicates.append({"file": key, "same_session_as": owner})
             return None
         handled: CatchUpVerdict | None = None
-        if self.options.catch_up:
-            if self._deadline is not None and time.monotonic() >= self._deadline:
-                summary.stopped_early = True
-                return None
-            handled = verdict(header.cwd, path)
-            if not handled.retain:
-                summary.catch_up_skipped.append({"file": key, "reason": handled.reason or ""})
-                return None
-        resolved, choice, shaped_settings = self._settings_for(header, path)
+        if self.options.catch_up and self._deadline is not None and time.monotonic() >= self._deadline:
+            summary.stopped_early = True
+            return None
+        # The switches kept outside the session file (per project, pi-hindsight's session meta): before an unchanged
+        # source is reused, since they change without the file changing.
+        annotations: dict[str, Any] = {}
+        luxus = self._luxus_session(header, path)
+        switched = self._outside_switch(header, luxus)
+        if switched is not None and self._switched(key, header, switched):
+            return None
+        if switched is not None:
+            annotations["switch"] = switched.as_json()
+        resolved, choice, shaped_settings = self._settings_for(header, path, luxus.tags)
         if shaped_settings is None or choice.bank_id is None:
             summary.sessions_skipped.append({"file": key, "reason": f"no project bank: {choice.skip}"})
+            summary.without_bank.append({"file": key, "cwd": header.cwd or "", "reason": choice.skip or "",
+                                         "fix": choice.fix or ""})
             return None
+        if choice.unnamed:  # this tool's own bank, which no extension reads: planned and said; never sent
+            summary.bank_unnamed.append({"file": key, "bank": choice.bank_id, "reason": choice.unnamed})
+            if self.options.apply:
+                summary.sessions_skipped.append({"file": key, "reason": f"not sent: {choice.unnamed}"})
+                summary.without_bank.append({"file": key, "cwd": header.cwd or "", "reason": choice.unnamed,
+                                             "fix": "--extension hpi|pi-hindsight, or a bank (bankId)"})
+                return None
         settings, shape = shaped_settings
-        seen = summary.banks.setdefault(choice.bank_id, {"sessions": 0, "why": choice.why})
-        seen["sessions"] += 1
+        bank_id = choice.bank_id
+
+        def counted() -> None:  # a session that is imported (reused or read), not one a switch leaves out
+            seen = summary.banks.setdefault(bank_id, {"sessions": 0, "why": choice.why})
+            seen["sessions"] += 1
+            summary.user_retain_modes.add(settings.user_retain.mode)
+            summary.sessions += 1
+
         live = self.options.live
-        summary.user_retain_modes.add(settings.user_retain.mode)
-        summary.sessions += 1
         if reviewed is not None and shape != reviewed.sources[key].settings_hash:
+            counted()
             reviewed.refuse(path, f"the configuration changed since the review; {RE_PLAN}")
             return None
         if (
@@ -405,6 +456,7 @@ class Importer:
             reused = self._reused(key, previous.last_run_id)  # None: the file is read again (see _reused)
             # An applied run re-reads a source that still has anything to send (e.g. after a kill).
             if reused is not None and not (self.options.apply and any(t.status == "planned" for t in reused[1])):
+                counted()
                 self.manifest.write_lines(reused[0])  # the ledger keeps the rows under the run that read the file
                 self.accounting.tallies(reused[1])
                 if recorded is None:  # recorded by a version that did not keep headers: the next run need not peek
@@ -415,6 +467,31 @@ class Importer:
                         key, stat.st_size, stat.st_mtime_ns, previous.sha256 or file_sha256(path), shape,
                         previous.last_run_id))
                 return None
+        # hindsight-pi's hindsight-meta entries live in the file: read once it is to be planned (an unchanged source
+        # was judged when it was read).
+        hpi = hpi_session(path)
+        if hpi is not None and hpi.all_off:
+            off = Switched("hpi-session", "hindsight-pi: /hindsight:toggle-retain turned retention off before "
+                                          "every message of this session (hindsight-meta retained:false)")
+            if self._switched(key, header, off):
+                return None
+            annotations["switch"] = off.as_json()
+        elif hpi is not None and hpi.off:
+            part = Switched("hpi-session", f"hindsight-pi: {len(hpi.off)} of {hpi.messages} message(s) were "
+                                           "written while /hindsight:toggle-retain had retention off")
+            self._switched(key, header, part, whole=False)
+            if self.options.switches_respected:
+                handled = CatchUpVerdict(True, switched_off=hpi.off)
+            annotations["switch"] = part.as_json()
+        if hpi is not None and hpi.tags:  # the session's tags, as message_end adds sessionTags(entries)
+            settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *hpi.tags]})
+        if self.options.catch_up:
+            cursor = cursor_verdict(header.cwd, path, self.resolver.env)
+            handled = cursor._replace(switched_off=handled.switched_off if handled else frozenset())
+            if cursor.note:
+                summary.cursor_fallbacks.append({"file": key, "note": cursor.note})
+                annotations["cursor"] = cursor.note
+        counted()
         live_note: LiveNote | None = None
         if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
             decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
@@ -425,12 +502,69 @@ class Importer:
                 summary.sessions_skipped.append({"file": key, "reason": decision.note})
                 return None
             handled = decision.handled(handled)
+        if live is None or live.mode != "include":
+            handled = self._queued(key, header, path, handled, annotations)
         # The bytes' hash, for the next --from-run: read before planning reads the file (a change in between
         # makes the recorded hash stale, so that --from-run refuses the file: the safe side).
         if not sha256 and hash_here:
             sha256 = file_sha256(path)
         return _Job(path, stat.st_size, stat.st_mtime_ns, header, settings, shape, handled, choice.why, live_note,
-                    sha256)
+                    sha256, annotations or None)
+
+    def _luxus_session(self, header: SessionHeader, path: Path) -> LuxusSession:
+        """pi-hindsight's session meta, looked for only in a project that has its folder (asked once per project
+        and run: a catch-up re-run over many files must stay cheap)."""
+        cwd = header.cwd or ""
+        if cwd not in self._meta_folders:
+            self._meta_folders[cwd] = bool(cwd) and (Path(cwd) / ".pi" / "hindsight" / "session-meta").is_dir()
+        return luxus_session(header.cwd, path, self.resolver.env) if self._meta_folders[cwd] else LuxusSession(True)
+
+    def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
+                annotations: dict[str, Any]) -> CatchUpVerdict | None:
+        """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
+        their entries are left out here (hindsight_batch/extension_records.py), and the queue is named."""
+        queued = queued_ids(path, header.id, self.resolver.env)
+        if queued is None or not (queued.ids or queued.unplaced):
+            return handled
+        note = (f"{len(queued.ids)} message(s) wait in hindsight-pi's queue {queued.path} (flush sends them): left "
+                "out" + (f"; {queued.unplaced} queued record(s) match no entry" if queued.unplaced else ""))
+        self.summary.queued_by_extension.append({"file": key, "queue": str(queued.path), "left_out": len(queued.ids),
+                                                 "unplaced": queued.unplaced})
+        annotations["queued"] = note
+        base = handled or CatchUpVerdict(True)
+        return base._replace(handled_ids=base.handled_ids | queued.ids)
+
+    def _outside_switch(self, header: SessionHeader, luxus: LuxusSession) -> Switched | None:
+        """The per-project switch, else pi-hindsight's session meta (its one-turn opt-out for catch-up alone: seed
+        004 keeps it out of a historical import), that covers this whole session; or None."""
+        key = header.cwd or ""
+        if key not in self._project_switches:  # once per project and run, as its configuration is read
+            resolved = self.resolver.for_cwd(header.cwd)
+            self._project_switches[key] = project_switch(resolved, self.resolver.env, header.cwd)
+        found = self._project_switches[key]
+        if found is not None:
+            return found
+        if not luxus.retain:
+            return Switched("luxus-session", luxus.reason or "pi-hindsight session meta")
+        if not header.cwd and self.options.catch_up:  # its session meta and cursor live under the cwd (S8)
+            return Switched("luxus-session", "no cwd in the session header: its session meta cannot be found "
+                                             "(fail closed)")
+        if luxus.next_off and self.options.catch_up:
+            # memory-lifecycle-retain.ts: a pending nextRetainMode "off" skips the next completed agent run, which
+            # is the one after the cursor: not retained automatically (fail closed).
+            return Switched("luxus-session", "pi-hindsight: a pending /hindsight:next-opt-out (nextRetainMode off)")
+        return None
+
+    def _switched(self, key: str, header: SessionHeader, switched: Switched, whole: bool = True) -> bool:
+        """A session a switch covers, reported (summary; with the switches respected and the whole session covered,
+        one manifest row with its id and the reason, never its text). Whether the session is left out."""
+        respected = self.options.switches_respected
+        self.summary.switched_off.append({"file": key, "session_id": header.id, **switched.as_json(),
+                                          "whole_session": whole, "respected": respected})
+        if not (whole and respected):
+            return False
+        self.manifest.write_lines([encode_line(switched_row(self.summary.run_id, key, header.id, switched))])
+        return True
 
     @staticmethod
     def _recorded_header(previous: SourceState | None, stat: os.stat_result) -> SessionHeader | None:
@@ -440,26 +574,38 @@ class Importer:
             return None
         return header_from_text(previous.header)
 
-    def _settings_for(self, header: SessionHeader, path: Path
+    def _settings_for(self, header: SessionHeader, path: Path, session_tags: tuple[str, ...] = ()
                       ) -> tuple[ResolvedConfig, BankChoice, tuple[Settings, str] | None]:
         """The session's configuration, bank choice and (when it has a bank) its settings and their hash with this
-        run's suffixes, as the ledger keeps it for the source."""
-        resolved = self.resolver.for_cwd(header.cwd)
+        run's suffixes, as the ledger keeps it for the source. ``session_tags`` (pi-hindsight's session meta) are
+        added to the items' tags, as its retain adds ``extraTags: sessionMemory.tags``."""
+        cwd = header.cwd
+        now = moved(cwd, self._path_map) if cwd and self._path_map else None
+        if now is not None:  # --map OLD=NEW: the bank and the project's configuration where the repository is now
+            cwd = now
+        resolved = self.resolver.for_cwd(cwd)
         settings = resolved.settings
         project = project_name(settings, header.cwd)
-        choice = self.banks.choose(resolved, header.cwd, project, header.id, path)
+        choice = self.banks.choose(resolved, cwd, project, header.id, path)
+        if now is not None:
+            choice = choice._replace(why=f"{choice.why} (cwd {header.cwd} read as {now}: --map)")
         if choice.bank_id is None:
             return resolved, choice, None
-        tags = self.banks.family_tags(resolved, header.cwd)
+        tags = self.banks.family_tags(resolved, cwd, choice.found)
         # The settings and their hash once per (configuration, bank, tags), not per file: many sessions share them.
         shaped = self._shaped.get((id(resolved), choice.bank_id, tuple(tags)))
         if shaped is None or shaped[0] is not resolved:
             settings = with_project_bank(settings, choice.bank_id, tags)
             shaped = (resolved, settings, settings_hash(settings))
             self._shaped[(id(resolved), choice.bank_id, tuple(tags))] = shaped
-        shape = shaped[2] + (":catch-up" if self.options.catch_up else "")
+        settings, digest = shaped[1], shaped[2]
+        if session_tags:
+            settings = settings.model_copy(update={"constant_tags": [*settings.constant_tags, *session_tags]})
+            digest = settings_hash(settings)
+        shape = digest + (":catch-up" if self.options.catch_up else "")
         shape += f":live-{self.options.live.mode}" if self.options.live is not None else ""
-        return resolved, choice, (shaped[1], shape)
+        shape += ":switches" if self.options.switches_respected else ""
+        return resolved, choice, (settings, shape)
 
     def _configuration_changed(self, reviewed: Reviewed) -> bool:
         """--from-run: whether any source's settings differ from the review's; then every source is refused
@@ -472,7 +618,7 @@ class Importer:
                 continue  # refused by name when it is reached
             if isinstance(header, str):
                 continue
-            _, _, shaped = self._settings_for(header, path)
+            _, _, shaped = self._settings_for(header, path, self._luxus_session(header, path).tags)
             name = source_name(path)
             if shaped is None or shaped[1] != reviewed.sources[name].settings_hash:
                 changed.append(name)
@@ -515,6 +661,8 @@ class Importer:
             self.accounting.file_failed(job.path, exc)
             return
         self.accounting.session(plan)
+        if plan.handled_note:
+            self.summary.cursor_fallbacks.append({"file": job.name, "note": plan.handled_note})
         self.manifest.write_lines(encoded.lines)
         self.accounting.tallies(encoded.tallies)
         if self.uploader is not None:
@@ -548,10 +696,15 @@ class Importer:
         of them in four forms at once (rows, JSON values, manifest lines, ledger records) was its import's peak."""
         rows, plan.rows = plan.rows, []
         rows.reverse()  # popped from the end: in file order
+        notes = dict(job.annotations or {})
+        if plan.handled_note:
+            notes["cursor"] = plan.handled_note
         encoded = _Encoded([], [], [], set())
         while rows:
             row = rows.pop()
             data = row.as_json(bank_why=job.bank_why, live_retained=job.live_retained, status=self._status(row))
+            if notes:
+                data.update(notes)
             encoded.lines.append(encode_line(data))  # text no UTF-8 file can hold (a lone surrogate) fails here
             encoded.records.append(manifest_table.record_line(data))
             encoded.tallies.append(RowTally.of(data))

@@ -39,13 +39,24 @@ class SessionScope:
         }
 
 
+def parent_tag_value(header: SessionHeader) -> str:
+    """The ``parent:`` value as hindsight-pi writes it (extensions/session-document.ts ``getParentSessionId``): the
+    header's ``parentSession`` path, ``\\`` as ``/``, its last segment with ``.jsonl`` (any case) removed, so
+    ``<timestamp>_<uuid>``; without a parent (or an empty name), the session's own id (retain/tags.ts
+    ``ctx.parentId || session``)."""
+    if not header.parent_session:
+        return header.id
+    name = header.parent_session.replace("\\", "/").split("/")[-1]
+    return re.sub(r"\.jsonl$", "", name, flags=re.IGNORECASE) or header.id
+
+
 def session_scope(header: SessionHeader, session_file: str, settings: Settings) -> SessionScope:
     # ``cwd:`` and ``basedir:`` as hindsight-pi makes them: the resolved path, ``\\`` as ``/``.
     cwd = posixpath.normpath(header.cwd.replace("\\", "/")) if header.cwd else ""
     basedir = PurePath(cwd).name if cwd else "unknown"
     return SessionScope(
         session_id=header.id,
-        parent_id=header.parent_session_id or header.id,
+        parent_id=parent_tag_value(header),
         cwd=cwd,
         basedir=basedir,
         project=(settings.project_name or "").strip() or basedir,

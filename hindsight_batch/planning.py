@@ -59,6 +59,7 @@ class SessionPlan:
     dropped: Counter[str] = field(default_factory=Counter)
     removed: Counter[str] = field(default_factory=Counter)
     redactions: Counter[str] = field(default_factory=Counter)
+    handled_note: str | None = None  # how the live extension's cursor was used, when it fell back
 
 
 def item_sha256(bank_id: str, item: RetainItem) -> str:
@@ -129,14 +130,20 @@ def _plan_chunks(
         chunks = chunk_nodes(nodes, settings.import_.turns_per_chunk, settings.import_.max_chunk_bytes)
         per_chunk_dropped = _dropped_by_chunk(nodes, chunks)
         if handled is not None:
-            done = _handled_seqs(nodes, handled) if segment == "main" else set()
+            done: set[int] = set()
+            if segment == "main":
+                done, note = _handled_seqs(nodes, handled)
+                plan.handled_note = plan.handled_note or note
+            off, held = handled.switched_off, handled.handled_ids
             for chunk in chunks:
-                left_out = [n for n in chunk.nodes if n.seq in done]
-                if left_out:
-                    per_chunk_dropped.setdefault(chunk.window, Counter())["handled-live"] += len(left_out)
-                    plan.dropped["handled-live"] += len(left_out)
-                    chunk.nodes = [n for n in chunk.nodes if n.seq not in done]
-                    chunk.size = joined_size(chunk.nodes)
+                for reason, gone in (("handled-live", [n for n in chunk.nodes if n.seq in done or n.id in held]),
+                                     ("switched-off", [n for n in chunk.nodes if n.seq not in done and n.id in off])):
+                    if gone:
+                        per_chunk_dropped.setdefault(chunk.window, Counter())[reason] += len(gone)
+                        plan.dropped[reason] += len(gone)
+                        seqs = {n.seq for n in gone}
+                        chunk.nodes = [n for n in chunk.nodes if n.seq not in seqs]
+                        chunk.size = joined_size(chunk.nodes)
             chunks = [c for c in chunks if c.nodes]
         for node in nodes:
             outcome = node.payload
@@ -165,15 +172,9 @@ def plan_or_skip(
     handled: CatchUpVerdict | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SessionPlan | str:
-    """:func:`plan_session`, or why catch-up skips the session (its retain cursor is off the active path)."""
-    try:
-        return plan_session(path, header, settings, redactor, run_id, include_content, times, handled, progress)
-    except CursorNotOnPath as exc:
-        return str(exc)
-
-
-class CursorNotOnPath(Exception):
-    """The live extension's cursor names a message that is not on the session's active path."""
+    """:func:`plan_session` (a string would say why a session is skipped while planning; no rule does that now:
+    a retain cursor that cannot be placed falls back, it never skips the session)."""
+    return plan_session(path, header, settings, redactor, run_id, include_content, times, handled, progress)
 
 
 def _instant(stamp: str | None) -> float | None:
@@ -182,28 +183,32 @@ def _instant(stamp: str | None) -> float | None:
     return value.timestamp() if value is not None else None
 
 
-def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> set[int]:
-    """The entries at or before the live extension's retain cursor on the active path; or, with a time
-    (``handled_until``), up to the last entry stamped no later than it."""
-    if handled.handled_id is None and handled.handled_index is None:
-        until = _instant(handled.handled_until)
-        if until is None:
-            return set()
-        last = -1
-        for i, node in enumerate(path):
-            stamp = _instant(node.timestamp)
-            if stamp is not None and stamp <= until:
-                last = i
-        return {node.seq for node in path[: last + 1]}
-    if handled.handled_id is not None:
-        positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]
-    else:
-        messages = [i for i, node in enumerate(path) if node.type in ("message", "custom_message")]
-        index = handled.handled_index or 0
-        positions = [messages[index]] if 0 <= index < len(messages) else []
-    if not positions:
-        raise CursorNotOnPath("the retain cursor names a message that is not on the active path")
-    return {node.seq for node in path[: positions[-1] + 1]}
+def _until_seqs(path: list[EntryNode], until_stamp: str | None) -> set[int]:
+    """The entries on the path up to the last one stamped no later than ``until_stamp`` (the last live retain)."""
+    until = _instant(until_stamp)
+    if until is None:
+        return set()
+    last = -1
+    for i, node in enumerate(path):
+        stamp = _instant(node.timestamp)
+        if stamp is not None and stamp <= until:
+            last = i
+    return {node.seq for node in path[: last + 1]}
+
+
+def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> tuple[set[int], str | None]:
+    """The entries at or before the live extension's retain cursor on the active path (the entry its fingerprints
+    found, :mod:`hindsight_batch.catchup`); or, with a time (``handled_until``), up to the last entry stamped no
+    later than it. A cursor entry that is not on the active path falls back to the time, else to nothing handled,
+    and says so (the note)."""
+    if handled.handled_id is None:
+        return _until_seqs(path, handled.handled_until), None
+    positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]
+    if positions:
+        return {node.seq for node in path[: positions[-1] + 1]}, None
+    fallback = "the time of the last live retain" if handled.handled_until else "the whole session"
+    return (_until_seqs(path, handled.handled_until),
+            f"the retain cursor's last message is not on the active path: falling back to {fallback}")
 
 
 def _dropped_by_chunk(nodes: list[EntryNode], chunks: list[Chunk]) -> dict[int, Counter[str]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.fsutil import open_regular
 from hindsight_batch.session.names import source_name, source_path
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def file_sha256(path: Path) -> str:
     """The SHA-256 of ``path``'s bytes, read into one buffer of the file's size (up to a mebibyte at a time): a
     new mebibyte per read, as ``read()`` allocates, cost more than the hashing of a small file."""
     digest = hashlib.sha256()
-    with open(path, "rb", buffering=0) as handle:
+    with os.fdopen(open_regular(path), "rb", buffering=0) as handle:
         buffer = bytearray(min(_READ, os.fstat(handle.fileno()).st_size + 1))  # + 1: the end is seen in one read
         view = memoryview(buffer)
         while size := handle.readinto(buffer):

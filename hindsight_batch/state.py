@@ -2,27 +2,39 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.errors import EXIT_CONFIG, HindsightBatchError
+from hindsight_batch.errors import EXIT_CONFIG, HindsightBatchError, UsageError
 
 if TYPE_CHECKING:
     from hindsight_batch.sinks.ledger import Ledger
 
 
-def open_ledger(state_dir: Path | None) -> Ledger:
+def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: bool = False) -> Ledger:
     """The ledger in ``state_dir`` or the default folder. A folder that cannot be made or written is a usage error
     (2) when named by the caller (``--state``), a configuration error (3) when it came from $XDG_STATE_HOME or
-    $HOME."""
+    $HOME. ``runs_needed`` (report, verify, review: they look at past runs): a ledger that holds none is a usage
+    error too, and nothing is created (a mistyped --state made an empty ledger and an empty report). ``reading``
+    (report): in a folder this process may not write to, the ledger is opened read-only."""
     from hindsight_batch.sinks.ledger import Ledger, LedgerPathError, default_state_dir
 
+    folder = state_dir or default_state_dir()
+    no_runs = UsageError(f"no runs in ledger {folder / 'ledger.duckdb'}: nothing was imported with this state "
+                         "folder (a mistyped --state?)")
+    if runs_needed and not (folder / "ledger.duckdb").is_file():
+        raise no_runs
     try:
-        return Ledger(state_dir or default_state_dir())
+        ledger = Ledger(folder, read_only=reading and folder.is_dir() and not os.access(folder, os.W_OK))
     except LedgerPathError as exc:
         if state_dir is None:
             exc.exit_code = EXIT_CONFIG
         raise
+    if runs_needed and not ledger.runs(1):
+        ledger.close()
+        raise no_runs
+    return ledger
 
 
 def ledger_totals(state_dir: Path | None = None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.queue.discovery import queue_depths
     from hindsight_batch.state import ledger_totals
+    from hindsight_batch.switches import project_switch
 
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file)
@@ -43,7 +44,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
     project = project_name(settings, folder)
     bank: str | None
     try:
-        bank, why = BankResolver(resolver.env).derive(resolved, folder, project)
+        bank, why = BankResolver(resolver.env).derive_here(resolved, folder, project)
     except Unreproducible as exc:
         bank, why = None, f"cannot be derived here: {exc}; an import uses the bank the extension recorded"
     clash = user_bank_clash(resolved, bank)
@@ -57,6 +58,8 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
         "extension_config": resolved.family,
         "extension_config_files": resolved.family_files,
         "ignored_extension_keys": resolved.ignored_keys,
+        # A live extension's switch that keeps this folder's sessions out of automatic retain (switches.py).
+        "retain_switch": switch.reason if (switch := project_switch(resolved, resolver.env, folder)) else None,
         "ignored_project_keys": resolved.warnings,
         "user_retain_mode": settings.user_retain.mode,
         "router_mode_on": settings.user_retain.mode == "router",

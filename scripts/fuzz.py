@@ -13,6 +13,13 @@ before the damage, and every file is then pruned (``prune-recall-messages --conf
 against what pruning promises (:func:`prune_check`).
 
     .venv/bin/python scripts/fuzz.py [--files 2000] [--seed 13] [--timeout 30] [--keep DIR]
+
+With ``--cli import prune flush`` it runs the real commands instead, each for ``--seconds``: on folders of such
+files (queue files for flush), some swapped for FIFOs, folders and links while the command runs, some runs with
+their outputs (state, manifest, backups, queues) on a full disk (a small tmpfs where one can be mounted, else
+ENOSPC injected), some sent SIGINT or SIGTERM; it counts crashes, exit 70s, hangs and the peak RSS.
+
+    .venv/bin/python scripts/fuzz.py --cli import prune flush --seconds 60 [--seed 13] [--timeout 60]
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import os
 import random
 import resource
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -312,6 +320,33 @@ def marker_fragments(rng: random.Random, lines: Lines) -> Lines:
     return _rewrite(rng, lines, change)
 
 
+def trailing_data(rng: random.Random, lines: Lines) -> Lines:
+    """An object followed on its line by "}", "]", a second object or text: JSON.parse refuses the line (pi drops
+    it), and a child of a recall entry there is what prune once choked on."""
+    for _ in range(rng.randint(1, 3)):
+        i = _pick(rng, lines, 0)
+        lines[i] = lines[i] + rng.choice([b"}", b"]", b" }", b"}}", b"]]", b'{"type":"custom","id":"t"}', b"x",
+                                          b",", b'"s"', b" 1", b"\x00"])
+    return lines
+
+
+LONG_PATH = "/a" * 40_000  # 80 KB: 40,000 folders deep (6.3 GB once, as every parent of a path)
+
+
+def long_header_values(rng: random.Random, lines: Lines) -> Lines:
+    """A very long value in one or more header fields (id, cwd, timestamp, parentSession, version, ...)."""
+    header = _objects(lines[:1])
+    if not header:
+        return lines
+    obj = header[0][1]
+    for _ in range(rng.randint(1, 3)):
+        field = rng.choice(["id", "cwd", "timestamp", "parentSession", "branchedFrom", "version", "extra"])
+        obj[field] = rng.choice([LONG_PATH, "x" * 200_000, "/" + "b" * 300, "/a" * 2000, "3" + " " * 80_000,
+                                 "é" * 50_000, "\u2028" * 10_000, {"file": LONG_PATH, "id": "p"}])
+    lines[0] = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return lines
+
+
 def _giant(rng: random.Random, lines: Lines, body: bytes) -> Lines:
     parent = b"null"
     entries = [o for _, o in _objects(lines) if isinstance(o.get("id"), str)]
@@ -345,7 +380,7 @@ KINDS: dict[str, Callable[[random.Random, Lines], Lines]] = {
         deep_nesting, unbalanced_brackets, huge_number, nan_infinity, wrong_type, wrong_header, duplicate_lines,
         remove_lines, reorder_lines, glue_lines, parent_cycle, dangling_and_duplicate_ids, missing_header,
         text_lines, spaced_json, crlf_blank_and_separators, control_characters, marker_fragments, giant_string,
-        giant_nested, giant_tiny_strings, giant_number,
+        giant_nested, giant_tiny_strings, giant_number, trailing_data, long_header_values,
     )
 }
 GIANT_KINDS = {"giant_string", "giant_nested", "giant_tiny_strings", "giant_number"}
@@ -533,6 +568,298 @@ class Worker:
         self.proc.wait()
 
 
+# ---------------------------------------------------------------- the CLI campaign: import, prune and flush
+# Each run is the real command in its own process (RLIMIT_AS as for the worker), on a folder of damaged files,
+# sometimes with files swapped for special files while it runs, its outputs on a full disk, or a signal mid-run.
+# A crash is exit 70, a traceback, a death by a signal not sent, or a failed item whose reason is MemoryError;
+# a hang is a run past its timeout (then killed).
+
+SPECIAL = ["fifo", "folder", "link to a fifo", "link to a device", "dangling link", "link loop"]
+EXPECTED_EXITS = {"import": {0, 1, 2}, "prune": {0, 1, 2}, "flush": {0, 1, 2}}
+
+
+def swap_for_special(path: Path, kind: str) -> None:
+    """Put ``kind`` where ``path`` was (a regular file, or gone)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "link to a fifo":
+        target = path.with_name(path.name + ".fifo")
+        with contextlib.suppress(FileExistsError):
+            os.mkfifo(target)
+        path.symlink_to(target.name)
+    elif kind == "link to a device":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling link":
+        path.symlink_to(path.name + ".nowhere")
+    else:
+        path.symlink_to(path.name)  # itself: ELOOP
+
+
+def queue_lines(rng: random.Random, count: int) -> Lines:
+    """Retain-queue jobs of both extensions' layouts, some holding recall or a secret, then damaged like a
+    session's lines (the same kinds: a queue is JSON lines too)."""
+    secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    lines: Lines = []
+    for n in range(count):
+        text = rng.choice(["fixed the build", "émoji 😀 日本語", f"token {secret}",
+                           "<hindsight_memories>FUZZ-RECALL</hindsight_memories>", "a\nnew line"])
+        if rng.random() < 0.5:
+            job: dict[str, Any] = {"id": f"j{n}", "bankId": "fuzz", "createdAt": "2026-05-01T10:00:00.000Z",
+                                   "documentId": f"d{n}", "updateMode": "replace", "retries": rng.choice([0, 2, 9]),
+                                   "item": {"content": text, "context": "pi", "tags": ["harness:pi"]}}
+        else:
+            job = {"bankId": "fuzz", "content": text, "document_id": f"d{n}", "update_mode": "replace"}
+        lines.append(json.dumps(job, ensure_ascii=False).encode())
+    kinds = [k for k in KINDS if k not in GIANT_KINDS and k not in ("wrong_header", "missing_header",
+                                                                     "long_header_values")]
+    for _ in range(rng.randint(0, 3)):
+        lines = KINDS[rng.choice(kinds)](rng, lines or [b""])
+    return lines
+
+
+class SmallDisk:
+    """A tmpfs of ``size`` (as root, where mounts are allowed): each use leaves a random few KB free, so writes
+    fail at varied points. Where none can be mounted, ``path`` is None and faults are injected instead."""
+
+    def __init__(self, folder: Path, size: str = "1m", mount: bool = True) -> None:
+        self.path: Path | None = folder / "disk"
+        self.path.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(self.path)],
+                              capture_output=True, check=False) if mount and os.geteuid() == 0 else None
+        if done is None or done.returncode != 0:
+            self.path = None
+
+    def fresh(self, rng: random.Random) -> Path:
+        assert self.path is not None
+        for child in self.path.iterdir():
+            subprocess.run(["rm", "-rf", str(child)], check=False)
+        free = os.statvfs(self.path).f_bavail * os.statvfs(self.path).f_frsize
+        (self.path / "filler").write_bytes(b"\0" * max(0, free - rng.randrange(0, 600_000)))
+        return self.path
+
+    def close(self) -> None:
+        if self.path is not None:
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, check=False)
+
+
+# Where no tmpfs can be mounted: the command runs through this driver, which makes writes fail with ENOSPC at a
+# random point (the ledger's loads as DuckDB words it, the atomic rewrites, the manifest's writes).
+FAKE_ENOSPC = r"""
+import errno, os, random, sys
+import duckdb
+from hindsight_batch import cli, fsutil
+from hindsight_batch.sinks import ledger_schema, manifest
+rng = random.Random(int(sys.argv[1]))
+def failing(real, make):
+    def wrapped(*args, **kwargs):
+        if rng.random() < 0.2:
+            raise make()
+        return real(*args, **kwargs)
+    return wrapped
+no_space = lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+ledger_schema.load_records = failing(ledger_schema.load_records, lambda: duckdb.IOException(
+    'Could not write file "ledger.duckdb.wal": No space left on device'))
+fsutil.write_all = failing(fsutil.write_all, no_space)
+real_write = manifest.ManifestWriter.write_lines
+def write_lines(self, lines):
+    if self._file is not None and rng.random() < 0.2:
+        self._file = open("/dev/full", "wb", buffering=0)
+    return real_write(self, lines)
+manifest.ManifestWriter.write_lines = write_lines
+sys.argv = ["hindsight-batch", *sys.argv[2:]]
+cli.main()
+"""
+
+
+def _copy_what_fits(source: str, target: str) -> None:
+    with contextlib.suppress(OSError):
+        shutil.copy2(source, target)
+
+
+def run_command(argv: list[str], env: dict[str, str], timeout: float, rng: random.Random,
+                swap: list[Path] | None, signal_after: float | None) -> dict[str, Any]:
+    """Run one command; its exit code, stderr, max RSS and whether it hung. ``swap``: files replaced by special
+    files at random moments while it runs; ``signal_after``: SIGINT or SIGTERM sent then."""
+    import signal as signals
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+        signals.signal(signals.SIGINT, signals.SIG_DFL)
+
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, preexec_fn=limit)
+        started = time.monotonic()
+        events = sorted([(rng.uniform(0, 1.5), ("swap", p)) for p in swap or []]
+                        + ([(signal_after, ("signal", rng.choice([signals.SIGINT, signals.SIGTERM])))]
+                           if signal_after is not None else []), key=lambda e: e[0])
+        sent = None
+        hang = False
+        status = rusage = None
+        while True:
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            elapsed = time.monotonic() - started
+            while events and events[0][0] <= elapsed:
+                _, (what, arg) = events.pop(0)
+                if what == "swap":
+                    swap_for_special(arg, rng.choice(SPECIAL))
+                else:
+                    sent = arg
+                    proc.send_signal(arg)
+            if elapsed > timeout:
+                hang = True
+                proc.kill()
+                pid, status, rusage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.01)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    return {"code": proc.returncode, "stderr": stderr, "rss_mb": rusage.ru_maxrss / 1024 if rusage else 0.0,
+            "hang": hang, "signal": sent}
+
+
+def campaign(target: str, seconds: float, seed: int, folder: Path, timeout: float,
+             tmpfs: bool = True) -> dict[str, Any]:
+    """Runs of ``target`` for ``seconds``: the counts, and what went wrong."""
+    import signal as signals
+
+    from tests.fake_hindsight import FakeState, fake_hindsight
+
+    rng = random.Random(f"{seed}-{target}")
+    sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
+    originals = {p: p.read_bytes() for p in sources}
+    disk = SmallDisk(folder / target, mount=tmpfs)
+    counts: Counter[str] = Counter()
+    codes: Counter[int] = Counter()
+    findings: list[str] = []
+    peak = 0.0
+    deadline = time.monotonic() + seconds
+    try:
+        with fake_hindsight(FakeState()) as url:
+            while time.monotonic() < deadline:
+                run = counts["runs"]
+                case = folder / target / f"run{run:04d}"
+                inputs = case / "in"
+                inputs.mkdir(parents=True)
+                home = case / "home"
+                home.mkdir()
+                env = {**os.environ, "HOME": str(home), "XDG_STATE_HOME": str(case / "xdg"),
+                       "HINDSIGHT_BASE_URL": url, "PYTHONPATH": str(REPO)}
+                env.pop("HINDSIGHT_API_KEY", None)
+                files: list[Path] = []
+                if target == "flush":
+                    for n in range(rng.randint(1, 4)):
+                        path = inputs / f"q{n}.auto.jsonl"
+                        path.write_bytes(b"\n".join(queue_lines(rng, rng.randint(1, 30))) + b"\n")
+                        files.append(path)
+                else:
+                    for n in range(rng.randint(2, 10)):
+                        data, _kinds, _ = mutate(rng, originals[rng.choice(sources)])
+                        path = inputs / f"--proj{n % 3}--" / f"s{n}.jsonl"
+                        path.parent.mkdir(exist_ok=True)
+                        path.write_bytes(data)
+                        old = time.time() - 7200
+                        os.utime(path, (old, old))
+                        files.append(path)
+                counts["files"] += len(files)
+                special = rng.random() < 0.25
+                full = rng.random() < 0.2
+                interrupt = rng.random() < 0.1
+                out = case / "out"
+                if full and disk.path is not None:
+                    out = disk.fresh(rng)
+                else:
+                    out.mkdir()
+                if target == "import":
+                    args = ["import", str(inputs), "--state", str(out / "state"), "--manifest",
+                            str(out / "m.jsonl"), "--json", "-q", "--live-retained", "include"]
+                    args += rng.choice([[], ["--include-content"], ["--apply"], ["--jobs", "2"],
+                                        ["--branches", "all", "--compaction", "context"]])
+                elif target == "prune":
+                    args = ["prune-recall-messages", str(inputs), "--json", "--force"]
+                    args += rng.choice([["--confirm"], ["--confirm", "--backup-dir", str(out / "backups")]])
+                    if full and disk.path is not None and rng.random() < 0.5:  # the sessions on the full disk
+                        shutil.copytree(inputs, out / "in", dirs_exist_ok=True,
+                                        ignore_dangling_symlinks=True, copy_function=_copy_what_fits)
+                        files = sorted((out / "in").rglob("*.jsonl"))
+                        args[1] = str(out / "in")
+                else:
+                    args = ["flush", str(inputs), "--json", *rng.choice([[], ["--dry-run"], ["--max-jobs", "3"]])]
+                    if full and disk.path is not None:  # the queues themselves on the full disk
+                        for path in files:
+                            with contextlib.suppress(OSError):
+                                (out / path.name).write_bytes(path.read_bytes())
+                        args[1] = str(out)
+                argv = [sys.executable, "-m", "hindsight_batch", *args]
+                if full and disk.path is None:
+                    argv = [sys.executable, "-c", FAKE_ENOSPC, str(rng.randrange(1 << 30)), *args]
+                result = run_command(argv, env, timeout, rng, rng.sample(files, min(len(files), 2)) if special
+                                     else None, rng.uniform(0.2, 1.5) if interrupt else None)
+                counts["runs"] += 1
+                counts["special"] += special
+                counts["full disk"] += full
+                counts["interrupted"] += interrupt
+                codes[result["code"]] += 1
+                peak = max(peak, result["rss_mb"])
+                code, stderr, sent = result["code"], result["stderr"], result["signal"]
+                expected = EXPECTED_EXITS[target] | ({130 if sent == signals.SIGINT else 143} if sent else set())
+                if target == "import" and "--apply" in args:
+                    expected |= {4}  # (the fake server's faults are not in play, but an unreachable one is 4)
+                problem = None
+                if result["hang"]:
+                    counts["hangs"] += 1
+                    problem = "hang"
+                elif code == 70:
+                    counts["exit 70"] += 1
+                    problem = "exit 70"
+                elif "Traceback" in stderr or "MemoryError" in stderr or code not in expected:
+                    counts["crashes"] += 1
+                    problem = f"exit {code}"
+                if problem is not None:
+                    tail = " | ".join(stderr.strip().splitlines()[-2:])[:300]
+                    findings.append(f"{case.name} ({' '.join(args[:1] + args[2:])}; special {special}, full {full}, "
+                                    f"signal {sent}): {problem}: {tail}")
+                else:
+                    subprocess.run(["rm", "-rf", str(case)], check=False)
+                if full and disk.path is not None:
+                    disk.fresh(rng)
+    finally:
+        disk.close()
+    return {"target": target, "counts": counts, "codes": codes, "peak": peak, "findings": findings,
+            "tmpfs": disk.path is not None}
+
+
+def cli_campaign(targets: list[str], seconds: float, seed: int, timeout: float, keep: Path | None,
+                 tmpfs: bool = True) -> int:
+    folder = keep or Path(tempfile.mkdtemp(prefix="hb-fuzz-cli-"))
+    sys.path.insert(0, str(REPO))
+    failed = 0
+    for target in targets:
+        started = time.perf_counter()
+        report = campaign(target, seconds, seed, folder, timeout, tmpfs)
+        c = report["counts"]
+        print(f"{target}: runs {c['runs']}, files {c['files']} (special files swapped in {c['special']} runs, "
+              f"full disk {c['full disk']} ({'tmpfs' if report['tmpfs'] else 'injected ENOSPC'}), "
+              f"signalled {c['interrupted']}) in {time.perf_counter() - started:.0f} s")
+        exits = ", ".join(f"{k}: {v}" for k, v in sorted(report["codes"].items()))
+        print(f"  crashes {c['crashes']}  exit 70s {c['exit 70']}  hangs {c['hangs']}  max RSS "
+              f"{report['peak']:.0f} MB; exit codes {exits}")
+        for line in report["findings"][:20]:
+            print("    " + line)
+        failed += len(report["findings"])
+    if failed:
+        print(f"failing runs kept in {folder}")
+    else:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+    return 1 if failed else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=2000)
@@ -540,10 +867,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per file")
     parser.add_argument("--keep", type=Path, help="write the mutated files here and keep them")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cli", nargs="+", choices=["import", "prune", "flush"],
+                        help="run the real commands instead (a campaign of --seconds each)")
+    parser.add_argument("--seconds", type=float,
+                        help="stop after this long (with --cli: how long each command is run; default 60)")
+    parser.add_argument("--no-tmpfs", action="store_true", help="with --cli: inject ENOSPC rather than mount")
     args = parser.parse_args()
     if args.worker:
         worker()
         return
+    if args.cli:
+        sys.exit(cli_campaign(args.cli, args.seconds or 60.0, args.seed, args.timeout, args.keep, not args.no_tmpfs))
     sources = sorted(p for root in SOURCES for p in root.rglob("*.jsonl"))
     originals = {p: p.read_bytes() for p in sources}
     rng = random.Random(args.seed)
@@ -558,6 +892,8 @@ def main() -> None:
     peak = giant_peak = 0.0
     worker_proc = Worker()
     for n in range(args.files):
+        if args.seconds is not None and time.perf_counter() - started > args.seconds:
+            break
         source = rng.choice(sources)
         data, kinds, original_lines = mutate(rng, originals[source])
         by_kind.update(kinds)

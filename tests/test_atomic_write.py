@@ -9,6 +9,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,3 +132,59 @@ def test_a_pruned_session_keeps_its_owner_and_its_folder_is_fsynced(
     after = path.stat()
     assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (before.st_uid, before.st_gid, 0o640)
     assert path.parent.stat().st_ino in fsyncs
+
+
+def file_fsyncs_before_rename(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """("fsync", inode, size) for each regular file fsynced and ("rename", inode, size) for each file renamed into
+    place, in order (``os.fsync`` and ``os.replace`` wrapped)."""
+    events: list[tuple[str, int, int]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            events.append(("fsync", info.st_ino, info.st_size))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+        info = os.stat(src, dir_fd=kwargs.get("src_dir_fd"))
+        events.append(("rename", info.st_ino, info.st_size))
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return events
+
+
+def assert_flushed_before_rename(events: list[tuple[str, int, int]], path: Path) -> None:
+    """The file now at ``path`` reached the disk whole before it was renamed there: a power cut after the rename
+    cannot leave ``path`` empty or cut short (the rename itself is durable by the folder's fsync)."""
+    final = path.stat()
+    rename = events.index(("rename", final.st_ino, final.st_size))
+    assert ("fsync", final.st_ino, final.st_size) in events[:rename], events
+
+
+def test_a_rewritten_queue_is_on_disk_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temp_kind: str
+) -> None:
+    queue = queue_file(tmp_path, 0o640)
+    events = file_fsyncs_before_rename(monkeypatch)
+    rewrite_queue(queue, [b'{"b":2}'])
+    assert queue.read_bytes() == b'{"b":2}\n'
+    assert_flushed_before_rename(events, queue)
+
+
+def test_a_pruned_session_is_on_disk_before_it_is_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temp_kind: str
+) -> None:
+    b = SessionBuilder()
+    u = b.user("question")
+    b.raw(json.dumps({"type": "custom_message", "customType": "hindsight-recall", "id": "r1", "parentId": u,
+                      "timestamp": "2026-05-01T10:00:00.000Z", "content": "PRUNE-ME", "display": False}))
+    b.leaf = "r1"
+    b.assistant("answer")
+    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    events = file_fsyncs_before_rename(monkeypatch)
+    assert prune.prune_file(path, confirm=True, force=True).status == "pruned"
+    assert b"PRUNE-ME" not in path.read_bytes()
+    assert_flushed_before_rename(events, path)

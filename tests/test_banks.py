@@ -201,11 +201,12 @@ def session_in(tmp_path: Path, cwd: Path | str, sid: str) -> Path:
     return b.write(tmp_path / "sessions" / f"{sid}.jsonl")
 
 
-def import_rows(runner: CliRunner, tmp_path: Path, *paths: Path) -> tuple[list[dict], dict]:  # type: ignore[type-arg]
+def import_rows(runner: CliRunner, tmp_path: Path, *paths: Path, code: int = 0
+                ) -> tuple[list[dict], dict]:  # type: ignore[type-arg]
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", *map(str, paths), "--manifest", str(manifest), "--state", str(tmp_path / "st"),
                     "--json", "--live-retained", "include")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == code, result.stderr
     return read_manifest(manifest), json.loads(result.output)
 
 
@@ -227,10 +228,11 @@ def test_deleted_cwd_uses_the_recorded_bank_or_is_skipped(runner: CliRunner, tmp
     unknown = session_in(tmp_path, tmp_path / "also-gone", "s-unknown")
     queue = isolated_home / ".hindsight" / "pi-queues" / "s-gone.auto.jsonl"
     write_json(queue, None, json.dumps({"sessionId": "s-gone", "bankId": "recorded-bank", "content": "x"}) + "\n")
-    rows, summary = import_rows(runner, tmp_path, kept, unknown)
+    rows, summary = import_rows(runner, tmp_path, kept, unknown, code=1)  # a session without a bank: exit 1
     assert {r["bank_id"] for r in rows} == {"recorded-bank"} and "recorded by the extension" in rows[0]["bank_why"]
     skipped = summary["sessions_skipped"]
     assert [s["file"] for s in skipped] == [str(unknown)] and "no longer exists" in skipped[0]["reason"]
+    assert summary["without_bank_fix"] == [f"--map {tmp_path / 'also-gone'}=<the folder where this repository is now>"]
 
 
 def test_a_recorded_bank_that_differs_from_the_derived_one_skips_the_session(
@@ -241,7 +243,7 @@ def test_a_recorded_bank_that_differs_from_the_derived_one_skips_the_session(
     path = session_in(tmp_path, work, "s-moved")
     write_json(isolated_home / ".hindsight" / "pi-queues" / "s-moved.tool.jsonl", None,
                json.dumps({"sessionId": "s-moved", "bankId": "old-bank", "content": "x"}) + "\n")
-    rows, summary = import_rows(runner, tmp_path, path)
+    rows, summary = import_rows(runner, tmp_path, path, code=1)  # skipped for want of a bank: exit 1
     assert rows == [] and "old-bank" in summary["sessions_skipped"][0]["reason"]
 
 
@@ -316,16 +318,17 @@ def test_pi_session_strategy_uses_the_bank_a_persisted_recall_names(runner: CliR
 
 def test_pi_hindsight_queue_job_for_another_bank_skips_the_session(runner: CliRunner, tmp_path: Path,
                                                                    isolated_home: Path) -> None:
-    from hindsight_batch.catchup import path_hash
+    from hindsight_batch.switches import path_hashes
 
     write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"banks": {"project": {"derive": "cwd"}}})
     work = tmp_path / "w"
     work.mkdir()
     path = session_in(tmp_path, work, "s-q")
-    job = {"id": "j1", "bankId": "pi-project-elsewhere-000000000000", "documentId": f"pi-session:{path_hash(path)}",
+    digest = path_hashes(path)[-1]
+    job = {"id": "j1", "bankId": "pi-project-elsewhere-000000000000", "documentId": f"pi-session:{digest}",
            "createdAt": "2026-05-01T10:00:00Z", "updateMode": "append", "item": {"content": "x"}, "retries": 0}
     write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
-    rows, summary = import_rows(runner, tmp_path, path)
+    rows, summary = import_rows(runner, tmp_path, path, code=1)
     assert rows == [] and "pi-project-elsewhere" in summary["sessions_skipped"][0]["reason"]
     job["bankId"] = f"pi-project-w-{sha(str(work), 12)}"  # the same bank: imported there
     write_json(work / ".pi" / "hindsight" / "retain-queue.jsonl", None, json.dumps(job) + "\n")
@@ -434,7 +437,7 @@ def test_a_project_bank_equal_to_the_user_bank_is_refused(runner: CliRunner, tmp
     other = tmp_path / "other"
     write_json(other / ".hindsight" / "config.json", {"banks": {"project": {"bankId": "other-bank"}}})
     rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash"),
-                                session_in(tmp_path, other, "s-fine"))
+                                session_in(tmp_path, other, "s-fine"), code=1)
     assert {r["session_id"] for r in rows} == {"s-fine"} and {r["bank_id"] for r in rows} == {"other-bank"}
     skipped = summary["sessions_skipped"]
     assert [Path(s["file"]).name for s in skipped] == ["s-clash.jsonl"]
@@ -442,7 +445,7 @@ def test_a_project_bank_equal_to_the_user_bank_is_refused(runner: CliRunner, tmp
     # A hindsight-pi bankId (or any other rule) that gives the User Bank's id is refused the same way.
     (work / project_file).unlink()
     write_json(work / ".hindsight" / "config.json", {"bankId": "my-user-bank"})
-    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash2"))
+    rows, summary = import_rows(runner, tmp_path, session_in(tmp_path, work, "s-clash2"), code=1)
     assert rows == [] and "is the User Bank" in summary["sessions_skipped"][0]["reason"]
     data = json.loads(invoke(runner, "status", "--cwd", str(work), "--json").output)
     assert data["project_bank_id"] is None and "refused" in data["project_bank_why"]
@@ -462,7 +465,7 @@ def test_an_applied_import_writes_nothing_to_the_user_bank_a_project_file_names(
     result = invoke(runner, "import", str(session_in(tmp_path, work, "s-clash")),
                     str(session_in(tmp_path, other, "s-fine")), "--apply", "--wait", "--json",
                     "--state", str(tmp_path / "st"), "--live-retained", "include")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1, result.stderr  # a session without a usable bank
     with hindsight_server.client() as client:
         assert list(client.documents(user_bank)) == []  # what the server holds: nothing in the User Bank
         assert len(list(client.documents(other_bank))) == 1

@@ -7,14 +7,14 @@ them is found, and what cannot never widens what is retained (S8).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import banks, catchup
+from hindsight_batch import banks, catchup, switches
+from hindsight_batch.switches import path_hashes
 
 GOOD_QUEUE_LINE = b'{"bankId":"found-bank","documentId":"doc-1","item":{"content":"x"}}'
 GOOD_RECALL_LINE = (b'{"type":"custom_message","customType":"hindsight-recall","content":"m",'
@@ -46,7 +46,9 @@ def test_a_queue_and_a_session_with_any_lines_give_the_banks_they_hold(junk: lis
 
 
 CURSOR_JUNK = JUNK | st.sampled_from([b'{"version":3,"sessions":[]}', b'{"version":"3","sessions":{}}',
-                                      b'{"mode":"nonsense"}', b'{"mode":["normal"]}', b'{"retainMode":false}'])
+                                      b'{"mode":"nonsense"}', b'{"mode":["normal"]}', b'{"retainMode":false}',
+                                      b'{"mode":"normal","retainMode":"normal","recallMode":"normal",'
+                                      b'"retained":true,"tags":[],"createdAt":"x"}'])
 
 
 @settings(max_examples=150, deadline=None)
@@ -57,18 +59,14 @@ def test_any_session_meta_or_cursor_file_is_read_without_raising_and_never_widen
     with tempfile.TemporaryDirectory() as folder:
         cwd = Path(folder) / "project"
         session = Path(folder) / "s.jsonl"
-        session.write_text("{}\n")
+        session.write_text('{"type":"message","id":"e1","message":{"role":"user","content":"hi"}}\n')
         state = cwd / ".pi" / "hindsight"
         (state / "session-meta").mkdir(parents=True)
-        (state / "session-meta" / f"{catchup.path_hash(session)}.json").write_bytes(meta)
+        (state / "session-meta" / f"{path_hashes(session)[-1]}.json").write_bytes(meta)
         (state / "retain-cursors.json").write_bytes(cursors)
-        mode = catchup.session_mode(str(cwd), session)
-        verdict = catchup.verdict(str(cwd), session)
-    assert mode in ("normal", "read-only", "ignored", "retain-off")
-    try:
-        readable = json.loads(meta)
-    except (ValueError, RecursionError):
-        readable = None
-    if not (isinstance(readable, dict) and readable.get("mode", "normal") == "normal"
-            and readable.get("retainMode") not in ("off", False)):
-        assert mode != "normal" and not verdict.retain  # a file that cannot say "normal" never lets one through
+        luxus = switches.luxus_session(str(cwd), session)
+        verdict = catchup.cursor_verdict(str(cwd), session)
+    # A meta file that is not a whole record (isSessionMemoryMetaRecord) never lets the session through (S8); a
+    # cursor file, whatever it holds, never skips the session (it falls back, and says so).
+    assert not luxus.retain and luxus.reason
+    assert verdict.retain and verdict.handled_id is None

@@ -285,3 +285,40 @@ def test_lone_surrogates_in_keys_and_nested_values_are_replaced_and_a_valid_pair
     got = list(iter_objects(io.BytesIO(line)))
     assert isinstance(got[0], ParsedObject) and got[0].surrogates == 3
     assert got[0].obj == {"k\ufffd": ["\ufffd", {"a": "x\ufffd"}], "pair": "\U0001F600"}
+
+
+LONG = "/a" * 40_000  # 80 KB: 40,000 folders deep
+
+
+@pytest.mark.timeout(300)
+def test_very_long_header_values_cost_no_memory_and_a_cwd_no_folder_can_have_fails_alone(tmp_path: Path) -> None:
+    """Every header field 80 KB long, each in its own session, imported under a 1 GB address-space limit. A cwd
+    40,000 folders deep took 6.3 GB (every parent as a path), then "File name too long"; now it fails alone, saying
+    why, and every other session is imported."""
+    import resource
+    import subprocess
+    import sys
+
+    folder = tmp_path / "sessions"
+    values: dict[str, Any] = {"id": LONG, "timestamp": LONG, "cwd": LONG, "parentSession": LONG,
+                              "branchedFrom": LONG, "version": "3" + " " * 80_000, "extra": LONG}
+    for field, value in values.items():
+        b = SessionBuilder(session_id=f"s-{field}")
+        header = json.loads(b.lines[0])
+        header[field] = value
+        b.lines[0] = json.dumps(header)
+        b.user(f"a question in the session with a long {field}")
+        b.write(folder / f"{field}.jsonl")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run([sys.executable, "-m", "hindsight_batch", "import", str(folder), "--json", "-q",
+                           "--manifest", str(tmp_path / "m.jsonl"), "--state", str(tmp_path / "state")],
+                          capture_output=True, text=True, timeout=240, preexec_fn=limited)
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert [(Path(f["file"]).name, f["reason"]) for f in summary["failed_files"]] == [
+        ("cwd.jsonl", "cwd is 80,000 characters long, longer than any folder pi can run in (4,096 bytes)")]
+    assert summary["sessions"] == len(values) - 1
+    assert {Path(r["source_file"]).stem for r in read_manifest(tmp_path / "m.jsonl")} == set(values) - {"cwd"}

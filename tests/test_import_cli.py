@@ -154,7 +154,7 @@ def test_session_files_are_opened_for_reading_only(
     run_import(runner, tmp_path, str(sessions), "--include-content", "--jobs", "1", name="first.jsonl")
     _, again = run_import(runner, tmp_path, str(sessions), "--jobs", "1", name="again.jsonl")
     assert again["unchanged_files"] == again["sessions"] > 0  # the re-run peeked at each file
-    assert {how for how, _ in opened} == {"os.open", "open"}
+    assert {how for how, _ in opened} == {"os.open"}  # every one by fsutil.open_regular (a FIFO never blocks it)
     assert [entry for entry in opened if entry[1]] == []
 
 
@@ -550,3 +550,32 @@ def test_a_row_an_older_version_wrote_is_reused_in_this_versions_form(runner: Cl
     second, s2 = run_import(runner, tmp_path, str(MAIN_SAMPLE), "--state", state, name="b.jsonl")
     assert s2["unchanged_files"] == 1 and second == [dict(r, run_id=s2["run_id"]) for r in first]
     assert "formerKey" not in (tmp_path / "b.jsonl").read_text()
+
+
+@pytest.mark.parametrize("where", ["an empty folder", "pi's agent folder", "the default root, empty"])
+def test_an_import_that_finds_no_session_files_says_where_pi_keeps_them(
+    runner: CliRunner, tmp_path: Path, where: str
+) -> None:
+    """It said "files 0" and nothing else; ~/.pi/agent is one level above where pi keeps sessions."""
+    home = tmp_path / "home"
+    root = home / ".pi" / "agent" / "sessions"
+    args: list[str] = []
+    if where == "an empty folder":
+        (tmp_path / "empty").mkdir()
+        args = [str(tmp_path / "empty")]
+    elif where == "pi's agent folder":
+        SessionBuilder().write(root / "--work-demo--" / "s.jsonl")
+        args = [str(home / ".pi" / "agent")]
+    else:
+        root.mkdir(parents=True)
+    for extra in ([], ["--json"]):
+        result = invoke(runner, "import", *args, "--state", str(tmp_path / "state"), *extra)
+        assert result.exit_code == 0, result.stderr
+        searched = args[0] if args else str(root)
+        assert f"no session files found under {searched}" in result.stderr
+        if where == "pi's agent folder":
+            assert f"pi keeps them in {root}, one folder per project: did you mean {root}?" in result.stderr
+        else:
+            assert f"pi keeps them in {root}, one folder per project" in result.stderr
+    quiet = invoke(runner, "import", *args, "--state", str(tmp_path / "state"), "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == ""

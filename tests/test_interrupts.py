@@ -231,3 +231,45 @@ def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block() -> No
         assert seen == ["block over", "handled"]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+QUERY_DRIVER = r"""
+import os, signal, sys, threading
+from hindsight_batch import cli, importer
+
+sig = getattr(signal, sys.argv[1])
+original = importer.Importer._finish
+
+def finish_in_a_long_query(self, job, *args, **kwargs):
+    original(self, job, *args, **kwargs)
+    # The signal lands while DuckDB runs a query (as it did in ledger.mark_pending): DuckDB's client answers it
+    # with RuntimeError("Query interrupted"), dropping the KeyboardInterrupt or Terminated the handler raised.
+    threading.Timer(0.3, os.kill, (os.getpid(), sig)).start()
+    self.ledger.db.execute("SELECT count(*) FROM range(100000000000)").fetchall()
+
+importer.Importer._finish = finish_in_a_long_query
+sys.argv = ["hindsight-batch", *sys.argv[2:]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize(("sig", "code", "line"), [
+    ("SIGINT", 130, "hindsight-batch: interrupted (SIGINT)"),
+    ("SIGTERM", 143, "hindsight-batch: terminated (SIGTERM)"),
+])
+def test_a_signal_that_lands_inside_a_ledger_query_is_an_interrupt(
+    runner: CliRunner, tmp_path: Path, sig: str, code: int, line: str
+) -> None:
+    """Was exit 70, "internal error: RuntimeError: Query interrupted", and the run recorded failed."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(QUERY_DRIVER)
+    folder = make_sessions(tmp_path / "sessions", 3)
+    state, manifest = tmp_path / "state", tmp_path / "m.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, str(driver), sig, "import", str(folder), "--manifest", str(manifest),
+                           "--state", str(state)], capture_output=True, text=True, env=env, timeout=120,
+                          preexec_fn=_ctrl_c_acts)
+    assert done.returncode == code, done.stderr
+    assert done.stderr.strip().splitlines() == [line]
+    assert not manifest.exists()
+    assert latest_status(runner, state) == "interrupted"

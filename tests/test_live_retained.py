@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.catchup import path_hash
 from hindsight_batch.sinks.hindsight import HindsightClient
+from hindsight_batch.switches import path_hashes
 from tests.conftest import SessionBuilder, invoke, read_manifest
+from tests.extension_shapes import luxus_cursor, needs_node
 from tests.server import Server
 
 
@@ -95,6 +96,7 @@ def test_hindsight_pi_live_retains_are_not_doubled(
     assert "EARLY-ONE" in rows[0]["content"] and summary["live_retained"] == {"include": 1}
 
 
+@needs_node
 def test_pi_hindsight_live_document_and_cursor(
     runner: CliRunner, tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch, hindsight_server: Server
 ) -> None:
@@ -107,11 +109,13 @@ def test_pi_hindsight_live_document_and_cursor(
     cwd.mkdir()
     path = session(tmp_path, cwd, "s-ph")
     with hindsight_server.client() as client:
-        live_retain(client, bank, f"pi-session:{path_hash(path)}", ["source:pi", "harness:pi"])
-    # Its cursor names the last message it handled (e2, the first assistant reply): only what follows is imported.
+        live_retain(client, bank, f"pi-session:{path_hashes(path)[-1]}", ["source:pi", "harness:pi"])
+    # Its cursor, built over the first run's messages (e1, e2; no ids in pi 0.73.1), reaches e2 by content: only
+    # what follows is imported.
     (cwd / ".pi" / "hindsight").mkdir(parents=True)
+    first_run = [json.loads(line)["message"] for line in path.read_text().splitlines()[1:3]]
     (cwd / ".pi" / "hindsight" / "retain-cursors.json").write_text(json.dumps(
-        {"version": 3, "sessions": {path_hash(path): {"index": 1, "messageIds": ["e1", "e2"]}}}))
+        {"version": 3, "sessions": {path_hashes(path)[-1]: luxus_cursor(first_run)}}))
     rows, summary = run(runner, tmp_path, str(path))
     assert summary["live_retained"] == {"after": 1}
     assert "EARLY-TWO" in rows[0]["content"] and "EARLY-ONE" not in rows[0]["content"]
@@ -158,6 +162,6 @@ def test_a_live_cut_off_joins_catch_up_cursor_rules() -> None:
     after = LiveDecision("after", ("s",), "2026-06-01T00:00:00Z")
     assert after.handled(None) == CatchUpVerdict(True, handled_until="2026-06-01T00:00:00Z")
     assert after.handled(CatchUpVerdict(True)) == CatchUpVerdict(True, handled_until="2026-06-01T00:00:00Z")
-    cursor = CatchUpVerdict(True, handled_id="e7")  # the extension's own cursor names the message: it wins
-    assert after.handled(cursor) == cursor
+    cursor = CatchUpVerdict(True, handled_id="e7")  # the extension's cursor reaches the message: it wins; the time
+    assert after.handled(cursor) == cursor._replace(handled_until="2026-06-01T00:00:00Z")  # only if it is off the path
     assert LiveDecision("include").handled(None) is None and LiveDecision("none").handled(cursor) == cursor

@@ -247,3 +247,20 @@ def test_a_last_line_pi_drops_is_not_taken_for_the_leaf_when_pruning(
     assert len(original["context"]) == 3 and is_recall(original["context"][2])
     assert after["context"] == [m for m in original["context"] if not is_recall(m)]
     assert b"PRUNE-ME" not in path.read_bytes()
+
+
+@pytest.mark.parametrize("value", ['"3"', "3.0", '"3.0"', '" 3 "', '"2"', "2.0", '"1"', "null", "true", "3", "2"])
+def test_a_header_version_is_the_version_pi_reads_it_as(pi: Path, tmp_path: Path, value: str) -> None:
+    """pi compares ``version ?? 1`` as a number: what it migrates (v1: ids given, v1 and v2: hookMessage becomes
+    custom) says which version it took the file for, and the reader takes it for the same one."""
+    text = (f'{{"type":"session","version":{value},"id":"x","cwd":"/w"}}\n'
+            '{"type":"message","timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"hookMessage",'
+            '"customType":"c","content":"hi","display":true,"timestamp":1}}\n')
+    mine, theirs = tmp_path / "s.jsonl", tmp_path / "pi" / "s.jsonl"  # pi rewrites a file it migrates
+    theirs.parent.mkdir()
+    for path in (mine, theirs):
+        path.write_text(text)
+    entries = pi_view(pi, theirs)["entries"]
+    pi_version = 1 if entries[0].get("id") else (2 if entries[0]["message"]["role"] == "custom" else 3)
+    header = read_session(mine).header
+    assert header is not None and header.version == pi_version

@@ -72,6 +72,45 @@ def test_s1_memory_block_spliced_into_text_is_excised() -> None:
     assert "RECALL-Y" not in dumped(unclosed) and "Question" in dumped(unclosed)
 
 
+@pytest.mark.parametrize("config", [{}, EVERYTHING])
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        ["<hindsight_memories>", "RECALL-BODY</hindsight_memories>"],
+        ["Question first <hindsight_memories>RECALL-A", "RECALL-BODY", "RECALL-C</hindsight_memories>"],
+        ["<hindsight-memory>RECALL-A<mental_models>", "RECALL-BODY</mental_models>", "RECALL-C</hindsight-memory>"],
+        ["<hindsight_memories>RECALL-A", "<mental_models>RECALL-BODY</hindsight_memories>RECALL-C</mental_models>"],
+    ],
+    ids=["opening alone", "over three blocks", "nested", "overlapping"],
+)
+def test_s1_a_memory_block_split_over_text_blocks_is_dropped_whole(config: dict[str, Any], blocks: list[str]) -> None:
+    """<hindsight_memories> alone in one text block, its body and closing tag in the next: the body reached the
+    manifest. A memory block is one unit wherever the message's blocks split it; the text after it stays."""
+    content = [{"type": "text", "text": t} for t in blocks] + [{"type": "text", "text": " and the real question"}]
+    content[-2]["text"] += " then my own words"
+    p = project(msg("user", content), **config)
+    assert p.record is not None and "RECALL" not in dumped(p) and "hindsight" not in dumped(p)
+    assert "real question" in dumped(p) and "then my own words" in dumped(p)
+    assert ("Question first" in dumped(p)) == blocks[0].startswith("Question first")
+
+
+def test_s1_a_memory_block_split_across_a_thinking_block_that_is_not_kept_is_dropped_whole() -> None:
+    thinking = [{"type": "text", "text": "<hindsight_memories>"}, {"type": "thinking", "thinking": "RECALL-A"},
+                {"type": "text", "text": "RECALL-B</hindsight_memories>answer"}]
+    p = project(msg("assistant", thinking))
+    assert p.record is not None and "RECALL" not in dumped(p) and "answer" in dumped(p)
+    opened_in_thinking = [{"type": "thinking", "thinking": "<hindsight_memories>RECALL-A"},
+                          {"type": "text", "text": "RECALL-B</hindsight_memories>answer"}]
+    p = project(msg("assistant", opened_in_thinking))
+    assert p.record is not None and "RECALL" not in dumped(p) and "answer" in dumped(p)
+
+
+def test_s1_a_message_whose_memory_is_split_over_its_only_blocks_is_dropped_as_recall() -> None:
+    p = project(msg("user", [{"type": "text", "text": "<hindsight_memories>"},
+                             {"type": "text", "text": "RECALL</hindsight_memories>"}]))
+    assert p.record is None and p.dropped == "recall"
+
+
 def test_s1_hindsight_tool_calls_and_results_never_pass_even_with_include_all() -> None:
     projector = Projector(settings(**EVERYTHING))
     call = msg("assistant", [{"type": "text", "text": "checking"},

@@ -659,3 +659,103 @@ def test_backups_are_private_whatever_the_umask_and_the_session_keeps_its_mode(t
         assert Path(result.backup or "").stat().st_mode & 0o777 == 0o600
     assert backup_dir.stat().st_mode & 0o777 == 0o700
     assert path.stat().st_mode & 0o777 == 0o644  # the session file itself is pi's: its mode is kept
+
+
+@pytest.mark.parametrize("trailing", ["}", "]", '{"type":"custom","id":"x9","parentId":null}', "} "])
+@pytest.mark.parametrize("key_order", ["pi's", "another"])
+def test_a_child_of_recall_on_a_line_with_trailing_data_is_a_line_pi_drops_and_stays_as_it_was(
+    runner: CliRunner, tmp_path: Path, trailing: str, key_order: str
+) -> None:
+    """An object followed on its line by "}", "]" or a second object: JSON.parse refuses the line, so pi drops it
+    whole, like a glued line. As the child of a removed recall it stays byte for byte (planning it once raised
+    JSONDecodeError, exit 70, and every later file kept its recall); the other files are pruned."""
+    b = SessionBuilder()
+    u1 = b.user("question")
+    b.raw(recall_line(1, "r1", u1))
+    child: dict[str, Any] = {"type": "message", "id": "a1", "parentId": "r1",
+                             "message": {"role": "assistant", "content": [{"type": "text", "text": "x"}]}}
+    if key_order != "pi's":
+        child = {"id": child.pop("id"), **child}
+    damaged = json.dumps(child, separators=(",", ":")) + trailing
+    b.raw(damaged)
+    b.leaf = "a1"
+    b.user("next")
+    folder = tmp_path / "sessions"
+    path = b.write(folder / "a.jsonl")
+    other, _ = tree(tmp_path)
+    other_path = other.write(folder / "b.jsonl")
+    old = time.time() - 7200
+    for p in (path, other_path):
+        os.utime(p, (old, old))
+    preview = invoke(runner, "prune-recall-messages", str(folder), "--json")
+    assert preview.exit_code == 0, preview.stderr
+    assert [f["status"] for f in json.loads(preview.output)["files"]] == ["preview", "preview"]
+    done = invoke(runner, "prune-recall-messages", str(folder), "--confirm", "--json")
+    assert done.exit_code == 0, done.stderr
+    assert [f["status"] for f in json.loads(done.output)["files"]] == ["pruned", "pruned"]
+    data = path.read_bytes()
+    assert b"PRUNE-ME" not in data and b"PRUNE-ME" not in other_path.read_bytes()
+    assert damaged.encode() + b"\n" in data  # the line pi drops: as it was
+
+
+def test_a_bug_met_in_one_file_names_it_and_every_other_file_is_pruned(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    paths = [tree(tmp_path)[0].write(folder / f"{name}.jsonl") for name in "abc"]
+    old = time.time() - 7200
+    for p in paths:
+        os.utime(p, (old, old))
+    original = paths[1].read_bytes()
+    real_plan = prune.plan_prune
+
+    def plan_failing_on_b(path: Path, types: Any = prune.DEFAULT_TYPES) -> prune.PrunePlan:
+        if path.name == "b.jsonl":
+            raise ValueError("something unforeseen")
+        return real_plan(path, types)
+
+    monkeypatch.setattr(prune, "plan_prune", plan_failing_on_b)
+    result = invoke(runner, "prune-recall-messages", str(folder), "--confirm")
+    assert result.exit_code == 1
+    assert f"failed: {paths[1]}" in result.stderr and "ValueError: something unforeseen" in result.stderr
+    assert "pruned 2" in result.stderr
+    assert paths[1].read_bytes() == original
+    assert all(b"PRUNE-ME" not in p.read_bytes() for p in (paths[0], paths[2]))
+
+
+@pytest.mark.parametrize("where", ["beside", "backup-dir"])
+def test_a_rerun_after_a_kill_that_left_its_backup_link_finishes_the_job(
+    runner: CliRunner, tmp_path: Path, where: str
+) -> None:
+    """A run killed between linking its backup and the rename leaves the backup as a second name of the session
+    file: the re-run must not take its own backup for another hard link (it refused, asking for --force)."""
+    b, _ = tree(tmp_path)
+    path = b.write(tmp_path / "sessions" / "s.jsonl")
+    old = time.time() - 7200
+    os.utime(path, (old, old))
+    original = path.read_bytes()
+    backup_dir = tmp_path / "backups" if where == "backup-dir" else None
+    if backup_dir is not None:
+        backup_dir.mkdir()
+    stale = prune_write.backup_path(path, backup_dir)
+    os.link(path, stale)  # what the killed run had done
+    options = ["--backup-dir", str(backup_dir)] if backup_dir is not None else []
+    preview = invoke(runner, "prune-recall-messages", str(path), *options)
+    assert preview.exit_code == 0 and "hard link" not in preview.stderr
+    done = invoke(runner, "prune-recall-messages", str(path), "--confirm", "--json", *options)
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.output)["files"][0]
+    assert report["status"] == "pruned" and report["reason"] is None
+    assert b"PRUNE-ME" not in path.read_bytes() and path.stat().st_nlink == 1
+    assert Path(report["backup"]).read_bytes() == original
+    assert not stale.exists()  # the killed run's backup was the session file itself: nothing of it is lost
+
+
+@pytest.mark.parametrize("value", ['"3"', "3.0"])
+def test_a_header_version_pi_reads_as_3_is_pruned_as_version_3(tmp_path: Path, value: str) -> None:
+    b, _ = tree(tmp_path)
+    b.lines[0] = b.lines[0].replace('"version":3', f'"version":{value}')
+    path = b.write(tmp_path / "s.jsonl")
+    result = confirm(path)
+    assert result.status == "pruned", result.reason
+    assert b"PRUNE-ME" not in path.read_bytes() and path.read_bytes().startswith(b.lines[0].encode() + b"\n")

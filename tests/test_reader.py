@@ -48,6 +48,41 @@ def test_files_that_are_not_sessions_say_why(tmp_path: Path, body: str, problem:
     assert session.header is None and session.problem is not None and problem in session.problem
 
 
+@pytest.mark.parametrize(
+    ("value", "version"),
+    [('"3"', 3), ("3.0", 3), ('"3.0"', 3), ('" 3 "', 3), ('"2"', 2), ("2.0", 2), ('"1"', 1), ("null", 1),
+     ("true", 1), ('"0x3"', 3), ('"3e0"', 3)],
+)
+def test_a_header_version_pi_reads_as_a_number_is_that_version(tmp_path: Path, value: str, version: int) -> None:
+    """pi compares ``header.version ?? 1`` as a JavaScript number (tests/pi: "3" and 3.0 load as version 3, "2"
+    is migrated from 2, null as 1): the same file is that version here too, migrated the same way."""
+    path = tmp_path / "s.jsonl"
+    path.write_text(f'{{"type":"session","version":{value},"id":"x","cwd":"/w"}}\n'
+                    '{"type":"message","id":"a1","parentId":null,"timestamp":"2026-05-01T10:00:01.000Z",'
+                    '"message":{"role":"hookMessage","customType":"c","content":"hi","display":true}}\n')
+    session = read_session(path)
+    assert session.problem is None and session.header is not None and session.header.version == version
+    assert [n.id for n in session.entries] == (["L2"] if version == 1 else ["a1"])
+    peeked = peek_header(path)
+    assert not isinstance(peeked, str) and peeked.version == version
+
+
+@pytest.mark.parametrize("value", ["4", '"4"', "2.5", '"x"', '""', "[3]", "{}", "0", "-1", "1e400"])
+def test_a_header_version_that_is_not_1_2_or_3_to_pi_is_refused(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(f'{{"type":"session","version":{value},"id":"x","cwd":"/w"}}\n')
+    session = read_session(path)
+    assert session.header is None and "unsupported session version" in (session.problem or "")
+
+
+def test_a_cwd_longer_than_any_path_fails_its_session_with_a_clear_reason(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"type":"session","version":3,"id":"x","cwd":"' + "/a" * 40_000 + '"}\n')
+    session = read_session(path)
+    assert session.header is None
+    assert "cwd is 80,000 characters long, longer than any folder pi can run in" in (session.problem or "")
+
+
 def test_header_only_file_has_no_entries() -> None:
     session = read_session(REAL_SAMPLES / "pi-v3-header-only.jsonl")
     assert session.header is not None and session.entries == [] and session.problem is None

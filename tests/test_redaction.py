@@ -496,7 +496,7 @@ def test_upload_bodies_hold_no_seeded_value(runner: CliRunner, tmp_path: Path, m
 
     monkeypatch.setattr(hindsight, "HindsightClient", MockedClient)
     monkeypatch.setenv("HINDSIGHT_BASE_URL", "http://127.0.0.1:9")
-    result = invoke(runner, "import", str(sessions), "--apply", "--state", str(tmp_path / "s"))
+    result = invoke(runner, "import", str(sessions), "--apply", "--extension", "none", "--state", str(tmp_path / "s"))
     assert result.exit_code == 0, result.stderr
     sent = "".join(bodies)
     assert "[REDACTED:" in sent and "thanks" in sent

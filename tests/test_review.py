@@ -134,8 +134,8 @@ def test_left_out_and_user_bank_suggestions(runner: CliRunner, tmp_path: Path) -
 def test_review_errors_and_default_run(runner: CliRunner, tmp_path: Path, monkeypatch: Any) -> None:
     state = tmp_path / "state"
     result = invoke(runner, "review", "--state", str(state), "-o", str(tmp_path / "p.html"))
-    assert result.exit_code == 2 and "no planned chunks" in result.stderr
-    assert not (tmp_path / "p.html").exists()
+    assert result.exit_code == 2 and "no runs in ledger" in result.stderr
+    assert not (tmp_path / "p.html").exists() and not state.exists()
     b = SessionBuilder()
     b.user("first question about the parser")
     path = b.write(tmp_path / "s" / "a.jsonl")

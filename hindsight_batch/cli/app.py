@@ -25,6 +25,8 @@ from hindsight_batch.errors import (
     EXIT_SIGTERM,
     HindsightBatchError,
     Terminated,
+    interrupt_behind,
+    raise_for_signal,
 )
 from hindsight_batch.masking import mask
 
@@ -44,7 +46,11 @@ def echo(message: str) -> None:
 
 
 def _terminated(signum: int, frame: object) -> None:
-    raise Terminated()
+    raise_for_signal(Terminated)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise_for_signal(KeyboardInterrupt)
 
 
 def _debug() -> bool:
@@ -97,6 +103,7 @@ def startup_done(*modules: str) -> None:
 def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoReturn:
     """The one line and the exit code for how a command ended; with ``--json`` also one JSON object on stdout,
     ``{"error": {"code", "kind", "message"}}``, so every exit path of a --json run prints exactly one."""
+    exc = interrupt_behind(exc) or exc
     if isinstance(exc, BrokenPipeError):  # `hindsight-batch report | head`: no one reads on, nothing to say
         _quiet_stdout()
         sys.exit(EXIT_SIGPIPE)
@@ -180,6 +187,8 @@ def main() -> None:
     (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
     flags), with the same codes."""
     signal.signal(signal.SIGTERM, _terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not where SIGINT is ignored)
+        signal.signal(signal.SIGINT, _interrupted)
     # pydantic looks for plugins by scanning every installed distribution's metadata (about 8 ms at each start)
     # for this command's one validation of its configuration; the documented switch skips that. A value the user
     # set wins; the library (hindsight_batch.api) leaves it alone.

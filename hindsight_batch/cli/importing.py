@@ -37,6 +37,18 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Liter
     return jobs
 
 
+def _path_map(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """``--map OLD=NEW``, repeatable: absolute folders (a session's cwd is absolute), the last one for an OLD
+    wins."""
+    mapped: dict[str, str] = {}
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old.startswith("/") or not new.startswith("/"):
+            raise click.BadParameter(f"{value!r} is not OLD=NEW with two absolute folders.", ctx, param)
+        mapped[old.rstrip("/") or "/"] = new.rstrip("/") or "/"
+    return mapped
+
+
 @cli.command("import")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), help="Write the manifest (JSONL) here.")
@@ -66,6 +78,16 @@ def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | Liter
                    "only what came after its retains, skip them, or include everything.")
 @click.option("--catch-up", is_flag=True,
               help="Scheduled run: respect session modes and the live extension's retain cursor; one summary line.")
+@click.option("--respect-switches/--no-respect-switches", "respect_switches", default=None,
+              help="Leave out the sessions (and hindsight-pi's switched-off messages) the live extension was told "
+                   "not to retain: per project, per session. Default: on with --catch-up; off for an import, which "
+                   "lists them.")
+@click.option("--extension", type=click.Choice(["hpi", "hindsight-pi", "pi-hindsight", "none"]),
+              help="Whose bank rule applies (the \"extension\" key): hindsight-pi (hpi), pi-hindsight, or none (this "
+                   "tool's own). Needed with --apply when no extension's configuration, package or files are found.")
+@click.option("--map", "path_map", metavar="OLD=NEW", multiple=True, callback=_path_map,
+              help="A moved repository: a session whose cwd is OLD (or below it) gets the bank the extension's rule "
+                   "gives where the repository is now, NEW (repeatable; the \"pathMap\" key).")
 @click.option("--max-seconds", type=float, help="Stop starting new sessions after this many seconds.")
 @click.option("--jobs", metavar="N|auto", default="auto", show_default=True, callback=_jobs,
               help="Plan this many session files at once, in worker processes (1 to 64). Same output; memory per "
@@ -90,6 +112,9 @@ def import_command(
     delete_stale: bool,
     live_retained: str,
     catch_up: bool,
+    respect_switches: bool | None,
+    extension: str | None,
+    path_map: dict[str, str],
     max_seconds: float | None,
     jobs: int | Literal["auto"],
     config_file: Path | None,
@@ -129,9 +154,15 @@ def import_command(
         cwd_filter=cwd_filter, project_filter=project_filter, state_dir=state_dir, config_file=config_file,
         apply=apply, wait=wait, wait_timeout=wait_timeout, delete_stale=delete_stale,
         live_retained=cast("Literal['after', 'skip', 'include']", live_retained), catch_up=catch_up,
-        max_seconds=max_seconds, jobs=jobs, progress=progress(quiet), from_run=from_run,
+        respect_switches=respect_switches, extension=extension, path_map=path_map, max_seconds=max_seconds,
+        jobs=jobs, progress=progress(quiet),
+        from_run=from_run,
     ))
     data = result.data
+    if not data["files"] and data["from_run"] is None and not quiet:
+        from hindsight_batch.session.discovery import no_sessions_note
+
+        echo_err(f"hindsight-batch: {no_sessions_note(paths)}")
     if data["from_run"] is not None:
         _print_from_run(data["from_run"], quiet or as_json)
     if as_json:
@@ -171,12 +202,14 @@ def _catch_up_line(data: dict[str, Any]) -> str:
     documents = upload.get("documents", {})
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
     return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}), chunks {data['chunks']}, "
+            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}, "
+            f"switched off {data['switched_off_skipped']}), chunks {data['chunks']}, "
             f"{'sent' if data['mode'] == 'apply' else 'would send'} "
             f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
             f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
             f"failed files {data['failed_files_total']}, "
-            f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
+            + (f"cursors not used {data['cursor_fallbacks_total']}, " if data["cursor_fallbacks_total"] else "")
+            + f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
 
 
 def _bank_labels(items: dict[Any, int]) -> dict[str, int]:  # keys: the summary's bank roles
@@ -227,6 +260,27 @@ def _print_import_summary(data: dict[str, Any]) -> None:
             + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
     for skipped in data["sessions_skipped"][:10]:
         out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
+    if data["without_bank_total"]:
+        out(f"  {data['without_bank_total']} session(s) skipped for want of a bank (exit 1); to bring them in:")
+        for fix in data["without_bank_fix"][:10]:
+            out(f"    {fix}")
+    if data["bank_unnamed_total"] and data["mode"] != "apply":
+        out(f"  {data['bank_unnamed_total']} session(s) planned into this tool's own bank, which no live extension "
+            f"reads: {data['bank_unnamed'][0]['reason']} (--apply will not send them until then)")
+    if data["switched_off_total"]:
+        left_out = data["switched_off_skipped"]
+        out(f"  switched off by the live extension: {data['switched_off_total']} session(s), {left_out} left out"
+            + ("" if left_out == data["switched_off_total"] else
+               " (the others imported: add --respect-switches to leave them out)"))
+    for switched in data["switched_off"][:10]:
+        verb = "left out" if switched["respected"] and switched["whole_session"] else (
+            "its switched-off messages left out" if switched["respected"] else "imported anyway")
+        out(f"  switched off ({verb}): {switched['file']}: {switched['reason']}")
+    for queued in data["queued_by_extension"][:10]:
+        out(f"  still queued by hindsight-pi ({queued['queue']}): {queued['file']}: {queued['left_out']} message(s) "
+            "left out for flush" + (f", {queued['unplaced']} record(s) match no entry" if queued["unplaced"] else ""))
+    for fallback in data["cursor_fallbacks"][:10]:
+        out(f"  retain cursor not used: {fallback['file']}: {fallback['note']}")
     if data["router_mode_on"]:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:

@@ -54,9 +54,15 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     width = max(len(r["key"]) for r in rows)
     for row in rows:
         echo(f"  {row['key']:<{width}}  {json.dumps(row['value'])}  [{row['from']}]")
+    if data["retain_switch"]:
+        echo(f"SWITCHED OFF: {data['retain_switch']}; catch-up leaves these sessions out (an import with "
+             "--respect-switches too)")
     if data["ignored_extension_keys"]:
         echo("accepted, not used by this tool: " + ", ".join(data["ignored_extension_keys"]))
     echo(f"ledger: {json.dumps(data['ledger'])}")
     echo(f"server: {data['server']}")
     for queue in data["queues"]:
-        echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")
+        if queue.get("error"):
+            echo(f"queue: {queue['queue']}: cannot be read: {queue['error']}")
+        else:
+            echo(f"queue: {queue['queue']}: {queue['jobs']} job(s), {queue['dead']} dead-lettered")

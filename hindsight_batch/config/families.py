@@ -45,11 +45,13 @@ _HP_UNUSED_TOP = frozenset({"hosts", "recall_types", "recallTypes"})
 # ``host.pi`` keys that shape retention, moved to the top level where this tool reads them.
 _HP_HOST_USED = ("retainContent", "strip", "toolFilter", "constantTags", "autoRecallTags", "projectName",
                  "observationScopes")
+# ``host.pi`` keys that switch the extension's automatic retain off (hindsight_batch/switches.py).
+HP_SWITCHES = frozenset({"enabled", "saveMessages"})
 # ``host.pi`` keys the extension reads (``HostConfig`` in its config.ts) and this tool does not use.
 _HP_HOST_UNUSED = frozenset({
-    "enabled", "workspace", "peerName", "aiPeer", "linkedHosts", "recallMode", "recallTypes", "recallPerType",
+    "workspace", "peerName", "aiPeer", "linkedHosts", "recallMode", "recallTypes", "recallPerType",
     "recallDisplayMode", "autoCreateBank", "contextTokens", "contextRefreshTtlSeconds",
-    "contextRefreshMessageThreshold", "contextCadence", "injectionFrequency", "writeFrequency", "saveMessages",
+    "contextRefreshMessageThreshold", "contextCadence", "injectionFrequency", "writeFrequency",
     "retainMode", "stepRetainThreshold", "searchBudget", "reflectBudget", "dialecticDynamic", "reasoningLevel",
     "reasoningLevelCap", "toolPreviewLength", "maxMessageLength", "logging", "showRecallIndicator",
     "showRetainIndicator", "indicatorsInContext", "renameSessionToBank", "recallMaxQueryChars",
@@ -58,8 +60,8 @@ _HP_HOST_UNUSED = frozenset({
 
 # pi-hindsight: sections this tool does not use (their contents are the extension's business), and the keys it
 # reads inside the ones it does.
-_PH_UNUSED_TOP = frozenset({"enabled", "setupComplete", "agentUse", "mentalModels", "recall", "observations",
-                            "retain", "import", "status", "notifications", "scope", "profile", "$schema"})
+_PH_UNUSED_TOP = frozenset({"setupComplete", "agentUse", "mentalModels", "recall", "observations", "import",
+                            "status", "notifications", "scope", "profile", "$schema"})
 _PH_BANK_ALIASES = {"coding": "project", "global": "user", "life": "user"}
 _PH_BANK_UNUSED = frozenset({"retainMission", "reflectMission", "observationsMission", "retainStructuredChunkSize",
                              "mission", "name"})
@@ -74,6 +76,9 @@ class Translated:
     unused: list[str] = field(default_factory=list)  # keys an extension reads that this tool does not
     families: set[str] = field(default_factory=set)
     whole: set[str] = field(default_factory=set)  # dotted keys that replace, not merge (the extension's merge)
+    # The extension's own on/off switches for automatic retain (hindsight_batch/switches.py reads them): switch
+    # name → (key as written in the file, value as written).
+    switches: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
 
 def strip_jsonc(text: str) -> str:
@@ -180,7 +185,9 @@ def _host(value: Any, label: str, out: Translated) -> None:
         if not isinstance(settings, dict):
             raise ConfigError(label, "host.pi", "must be an object")
         for key, item in settings.items():
-            if key in _HP_HOST_USED:
+            if key in HP_SWITCHES:
+                out.switches[f"host.pi.{key}"] = (f"host.pi.{key}", item)
+            elif key in _HP_HOST_USED:
                 if item is None and key in ("observationScopes", "autoRecallTags"):
                     continue
                 out.data[key] = _hp_value(key, item, label)
@@ -211,6 +218,10 @@ def translate_pi_hindsight_file(data: dict[str, Any], label: str) -> Translated:
     for key, value in data.items():
         if key in _PH_UNUSED_TOP:
             out.unused.append(key)
+        elif key == "enabled":
+            out.switches["enabled"] = ("enabled", value)
+        elif key == "retain":
+            _ph_retain(value, out)
         elif key == "hindsight":
             _ph_server(value, label, out)
         elif key == "banks":
@@ -228,6 +239,18 @@ def translate_pi_hindsight_file(data: dict[str, Any], label: str) -> Translated:
         else:
             raise ConfigError(label, key, "unknown key (not one pi-hindsight reads; unknown keys are never ignored)")
     return out
+
+
+def _ph_retain(value: Any, out: Translated) -> None:
+    """pi-hindsight's ``retain`` section: ``retain.enabled`` is a switch; the rest is the extension's business."""
+    if not isinstance(value, dict):
+        out.unused.append("retain")  # the extension's normalizeConfig falls back to its defaults
+        return
+    for key, item in value.items():
+        if key == "enabled":
+            out.switches["retain.enabled"] = ("retain.enabled", item)
+        else:
+            out.unused.append(f"retain.{key}")
 
 
 def _ph_server(value: Any, label: str, out: Translated) -> None:
@@ -270,6 +293,8 @@ def _ph_banks(value: Any, label: str, out: Translated) -> None:
             elif key in ("bankId", "enabled", "derive"):
                 if key in banks.get(role, {}):
                     continue
+                if key == "enabled" and role == "project":  # also a switch: no project bank, no automatic retain
+                    out.switches["banks.project.enabled"] = (f"banks.{name}.enabled", item)
                 banks.setdefault(role, {})[key] = item
                 out.written_as[f"banks.{role}.{key}"] = f"banks.{name}.{key}"
             else:
@@ -349,8 +374,10 @@ _ENV_CSV = {"HINDSIGHT_CONSTANT_TAGS": "constantTags", "HINDSIGHT_AUTO_RECALL_TA
 _ENV_JSON = {"HINDSIGHT_RETAIN_CONTENT": "retainContent", "HINDSIGHT_STRIP": "strip",
              "HINDSIGHT_TOOL_FILTER": "toolFilter", "HINDSIGHT_OBSERVATION_SCOPES": "observationScopes"}
 
+# The variables that switch an extension's automatic retain off (read by hindsight_batch/switches.py).
+ENV_SWITCHES = ("HINDSIGHT_ENABLED", "HINDSIGHT_SAVE_MESSAGES", "PI_HINDSIGHT_ENABLED")
 ENV_NAMES = frozenset([*_ENV_PLAIN, *_ENV_CSV, *_ENV_JSON, "HINDSIGHT_API_KEY_REF", "PI_HINDSIGHT_PROJECT_BANK_ID",
-                       "PI_HINDSIGHT_USER_BANK_ID", "PI_HINDSIGHT_GLOBAL_BANK_ID"])
+                       "PI_HINDSIGHT_USER_BANK_ID", "PI_HINDSIGHT_GLOBAL_BANK_ID", *ENV_SWITCHES])
 
 
 def home_of(env: Mapping[str, str]) -> str:

@@ -36,7 +36,7 @@ HOME, PROJECT, GLOBAL = "home", "project", "global"
 PROJECT_FORBIDDEN: dict[str, str] = {
     "baseUrl": "the server", "apiKey": "credentials", "banks.user": "the User Bank",
     "userRetain": "userRetain.mode", "routing": "the routing strategy", "redaction": "redaction",
-    "extension": "whose bank rule applies",
+    "extension": "whose bank rule applies", "pathMap": "where moved repositories are now (pathMap)",
     "upload": "upload parameters (they belong to the run, which may cover many projects)",
 }
 # Legacy spellings of this tool's own keys, renamed before merging so that a value's origin is still reported.
@@ -52,6 +52,7 @@ class Layer:
     whole: frozenset[str] = frozenset()
     families: frozenset[str] = frozenset()
     unused: tuple[str, ...] = ()
+    switches: Mapping[str, tuple[str, Any]] = field(default_factory=dict)  # families.Translated.switches
 
 
 @dataclass
@@ -63,6 +64,9 @@ class ResolvedConfig:
     family: str = "none"  # whose configuration was found: hindsight-pi, pi-hindsight or none
     family_files: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # per-project keys ignored (layer powers)
+    # The extensions' retain switches in effect: name → (file, key as written, value); the last file wins, as in
+    # both extensions' merges (hindsight_batch/switches.py judges them).
+    switches: dict[str, tuple[str, str, Any]] = field(default_factory=dict)
 
     def origin(self, dotted: str) -> str:
         """Where ``dotted`` (or its nearest set parent) came from."""
@@ -206,7 +210,8 @@ def _restrict(layer: Layer) -> tuple[Layer, list[str]]:
                 (w for k, w in layer.written_as.items() if k.startswith(prefix + ".")), prefix)
             warnings.append(f"{layer.source}: {shown} ignored: a per-project file cannot set {what} "
                             "(only your own files, --config, the environment and flags can)")
-    return Layer(layer.source, data, layer.kind, layer.written_as, layer.whole, layer.families, layer.unused), warnings
+    return Layer(layer.source, data, layer.kind, layer.written_as, layer.whole, layer.families, layer.unused,
+                 layer.switches), warnings
 
 
 def _pick(base: Path) -> Path | None:
@@ -262,7 +267,7 @@ class ConfigResolver:
         if "apiKey" in translated.data:
             translated.data["apiKey"] = families.api_key_reference(translated.data["apiKey"], str(path), self._env)
         return Layer(str(path), translated.data, kind, translated.written_as, frozenset(translated.whole),
-                     frozenset(translated.families), tuple(translated.unused))
+                     frozenset(translated.families), tuple(translated.unused), dict(translated.switches))
 
     def file_layers(self, cwd: str | None) -> list[Layer]:
         home_dir = self._home / ".hindsight"
@@ -322,7 +327,10 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     found: dict[str, list[str]] = {}
     found_in_projects: dict[str, list[str]] = {}
     merged_layers: list[Layer] = []
+    switches: dict[str, tuple[str, str, Any]] = {}
     for layer in layers:
+        for name, (written, value) in layer.switches.items():
+            switches[name] = (layer.source, written, value)
         if layer.kind == PROJECT:
             layer, dropped = _restrict(layer)
             warnings += dropped
@@ -353,7 +361,7 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
     family = _family(settings, found or found_in_projects)
     for name, sources in found_in_projects.items():
         found.setdefault(name, []).extend(sources)
-    return ResolvedConfig(settings, origins, files, ignored + unused, family, found, warnings)
+    return ResolvedConfig(settings, origins, files, ignored + unused, family, found, warnings, switches)
 
 
 def _lone_surrogate(value: Any, key: str = "") -> str | None:

@@ -162,6 +162,9 @@ class Settings(_Section):
     mappings: dict[str, str] = Field(default_factory=lambda: {})
     # Whose bank rule applies when both extensions' files are found ("auto": the one whose files are found).
     extension: Literal["auto", "hindsight-pi", "pi-hindsight", "none"] = "auto"
+    # Moved repositories: a session's cwd under a key is read as under its value (where the repository is now), to
+    # derive its bank and find its project configuration (``--map OLD=NEW``; hindsight_batch/banks.py).
+    path_map: dict[str, str] = Field(default_factory=lambda: {})
 
     @field_validator("base_url")
     @classmethod
@@ -181,6 +184,14 @@ class Settings(_Section):
         if not host or any(c.isspace() for c in value):
             raise ValueError("must be an http:// or https:// URL with a host, e.g. http://localhost:8888")
         return value.rstrip("/")
+
+    @field_validator("path_map")
+    @classmethod
+    def _absolute(cls, value: dict[str, str]) -> dict[str, str]:
+        for old, new in value.items():
+            if not old.startswith("/") or not new.startswith("/"):
+                raise ValueError("each key and value must be an absolute folder (a session's cwd is absolute)")
+        return {old.rstrip("/") or "/": new.rstrip("/") or "/" for old, new in value.items()}
 
     @model_validator(mode="after")
     def _tags_are_strings(self) -> Settings:

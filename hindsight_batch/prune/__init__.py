@@ -54,7 +54,14 @@ from hindsight_batch.prune.check import check_file
 from hindsight_batch.prune.index import DEFAULT_TYPES
 from hindsight_batch.prune.plan import PrunePlan, plan_prune
 from hindsight_batch.prune.undo import restore
-from hindsight_batch.prune.write import PruneRefused, backup_path, clean_stray_temps, install_with_backup, make_private
+from hindsight_batch.prune.write import (
+    PruneRefused,
+    backup_path,
+    clean_stray_temps,
+    install_with_backup,
+    make_private,
+    own_backup_links,
+)
 from hindsight_batch.session.names import source_name
 
 __all__ = [
@@ -108,6 +115,7 @@ def prune_file(
                            link and source_name(link))
 
     clean_stray_temps(real.parent)
+    own_backups = own_backup_links(real, backup_dir)
     first = real.stat()
     plan = plan_prune(real, types)
     if plan.problem:
@@ -116,8 +124,9 @@ def prune_file(
         return outcome("clean", plan.to_dict())
     # Another hard link: the rename gives this name the new file, and every other name keeps the old one, recall
     # included (and could still be appended to by pi). Refused unless --force, so it is never done unknowingly.
-    links = (f"{first.st_nlink - 1} other hard link(s) to this file keep the original bytes, recall included: "
-             "pruning replaces this name only") if first.st_nlink > 1 else None
+    others = first.st_nlink - 1 - len(own_backups)
+    links = (f"{others} other hard link(s) to this file keep the original bytes, recall included: "
+             "pruning replaces this name only") if others > 0 else None
     if not confirm:
         return outcome("preview", plan.to_dict(), reason=links)
     if links and not force:
@@ -131,9 +140,11 @@ def prune_file(
                               "session (use --force if it is not)")
     if (plan.size, plan.mtime_ns) != (first.st_size, first.st_mtime_ns):
         return outcome("refused", plan.to_dict(), reason="the file changed while it was read")
+    for stale in own_backups:  # a killed run's backup: the file itself, which the new backup names again
+        stale.unlink(missing_ok=True)
     backup = backup_path(real, backup_dir)
     try:
-        install_with_backup(real, plan, first, backup, copy=first.st_nlink > 1)
+        install_with_backup(real, plan, first, backup, copy=others > 0)
     except PruneRefused as exc:
         return outcome("refused", plan.to_dict(), reason=str(exc))
     try:
@@ -155,6 +166,11 @@ def iter_results(paths: Iterable[Path], **options: Any) -> Iterator[PruneResult]
             yield prune_file(path, **options)
         except OSError as exc:
             yield PruneResult(source_name(path), "failed", {}, reason=f"{exc.strerror or exc}")
+        except Exception as exc:  # a bug met in one file: named, and every other file is still pruned
+            from hindsight_batch.redaction.messages import failure_reason
+
+            yield PruneResult(source_name(path), "failed", {},
+                              reason=f"{failure_reason(exc)} (a bug in hindsight-batch; the file was not changed)")
 
 
 def parse_duration(value: str) -> float:

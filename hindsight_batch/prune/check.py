@@ -6,6 +6,7 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
+from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.prune.index import Entry, entry_of, path_to
 from hindsight_batch.prune.plan import PrunePlan, read_line_as_pi
 from hindsight_batch.prune.write import CHUNK, regions
@@ -20,7 +21,7 @@ def check_file(path: Path, plan: PrunePlan, original: Path, entries: list[Entry]
     file; with the entries of the unchanged lines (equal bytes, equal entries) that gives the new tree, in which
     every parentId must resolve (or be null) and the active path must be the old one minus the removed entries."""
     changed: dict[int, int] = {}  # original offset of a changed line -> its offset in the new file
-    with path.open("rb") as new, original.open("rb") as old, \
+    with open_regular_file(path) as new, open_regular_file(original) as old, \
             mmap.mmap(new.fileno(), 0, access=mmap.ACCESS_READ) as new_view, \
             mmap.mmap(old.fileno(), 0, access=mmap.ACCESS_READ) as old_view:
         position = 0

@@ -4,10 +4,12 @@ them are recall, from one read-only pass that parses in full only the lines that
 from __future__ import annotations
 
 import mmap
+import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.session.jsonl import (
     BIG_LINE_BYTES,
     Malformed,
@@ -16,8 +18,20 @@ from hindsight_batch.session.jsonl import (
     parse_line,
     parse_object,
 )
+from hindsight_batch.session.model import session_version
 
-DEFAULT_TYPES = ("hindsight-recall",)
+# Every recall shape the two live extensions persist (issue 36), and nothing else:
+# * hindsight-pi's recall message, customType ``hindsight-recall`` (extensions/recall-message.ts
+#   ``createRecallCustomMessage``; its own extensions/prune.ts ``pruneRecallMessagesInSessionFile`` removes
+#   ``custom_message``/``custom`` entries of that type), and the recall indicator its earlier versions persisted when
+#   ``indicatorsInContext`` was set, ``pi.sendMessage({customType: "hindsight-recall-status", content, display,
+#   details})`` with the recalled previews in ``details`` (extensions/index.ts ``emitIndicator`` before 538c735;
+#   extensions/provider-filter.ts ``HINDSIGHT_RECALL_STATUS_TYPE``). Its retain indicator is not recall: kept.
+# * pi-hindsight's recall block: see :func:`is_luxus_recall`.
+DEFAULT_TYPES = ("hindsight-recall", "hindsight-recall-status")
+LUXUS_RECALL_START = "<hindsight-memory>"
+# What JavaScript's String.prototype.trim removes (WhiteSpace and LineTerminator), at the start of a string.
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(map(chr, range(0x2000, 0x200B)))
 # pi writes message entries as {"type":"message","id":…,"parentId":…,…}: when a line starts so, these are the
 # top-level fields, and _FAST reads a plain message line's entry from that prefix (ids with no escapes).
 _FAST = re.compile(rb'\{"type":"message","id":"([^"\\]*+)","parentId":(?:null|"([^"\\]*+)")[,}]')
@@ -43,7 +57,23 @@ class Entry(NamedTuple):
 
 
 
+def is_luxus_recall(obj: dict[str, Any]) -> bool:
+    """pi-hindsight's persisted recall block, as its ``/hindsight:recall-cleanup`` finds it
+    (extensions/lifecycle/recall-cleanup.ts ``lineContainsRecallBlock``): ``message?.content ?? entry.content`` is a
+    string whose trimmed text starts with ``<hindsight-memory>`` (a mention further in is not one; array content is
+    not looked at)."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if content is None:
+        content = obj.get("content")
+    return isinstance(content, str) and content.lstrip(_JS_SPACE).startswith(LUXUS_RECALL_START)
+
+
 def is_recall(obj: dict[str, Any], types: tuple[str, ...]) -> bool:
+    if obj.get("type") == "session":
+        return False
+    if is_luxus_recall(obj):
+        return True
     if obj.get("type") == "custom_message":
         return obj.get("customType") in types
     message = obj.get("message")
@@ -73,65 +103,69 @@ def index_file(path: Path, types: tuple[str, ...]) -> tuple[int, list[Entry], st
     Lines that start in pi's own key order and hold no recall marker (nearly all of them) are indexed from that
     prefix, once orjson has read the line as one object; a line that holds no JSON object (``holds_no_object``) is
     skipped unparsed; every other line is parsed in full."""
-    if path.stat().st_size == 0:
-        return 0, [], "empty file"
     entries: list[Entry] = []
     version = 0
-    with path.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        markers = _marker_positions(view, tuple(t.encode() for t in types))
-        next_marker = 0
-        size = len(view)
-        offset = 0
-        lineno = 0
-        match = _FAST.match
-        find = view.find
-        while offset < size:  # one line per turn
-            end = find(b"\n", offset)
-            terminated = end != -1
-            if not terminated:
-                end = size
-            lineno += 1
-            length = end - offset
-            if length == 0:
-                offset = end + 1
-                continue
-            while next_marker < len(markers) and markers[next_marker] < offset:
-                next_marker += 1
-            has_marker = next_marker < len(markers) and markers[next_marker] < end
-            if view[offset] in b" \t\r" and not view[offset:end].strip():
-                offset = end + 1
-                continue
-            data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
-            line = RawLine(lineno, offset, length, data, 0, length, terminated)
-            fast = match(data) if version and not has_marker and data is not None else None
-            # The prefix alone says what the entry is, but not that the line is one: a line cut short (pi killed
-            # mid-write) or glued to another starts the same way, and pi drops it.
-            if fast is not None and parse_object(line) is not None:
-                raw_id, raw_parent = fast.group(1, 2)
-                entries.append(Entry(
-                    len(entries), lineno, offset, length, terminated, False, raw_id.decode(),
-                    None if raw_parent is None else raw_parent.decode(), "message", False,
-                ))
-                offset = end + 1
-                continue
-            if holds_no_object(line):  # malformed, copied as it is: nothing to index (a log may be nothing else)
-                offset = end + 1
-                continue
-            objects = [o for o in parse_line(stream, line, fast_path_tried=fast is not None)
-                       if not isinstance(o, Malformed)]
-            for obj in (o.obj for o in objects):
-                if not version:
-                    if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
-                        return 0, [], "not a Pi session (no header on its first object)"
-                    raw_version = obj.get("version", 1)
-                    version = raw_version if isinstance(raw_version, int) else 0
-                    if version not in (1, 2, 3):
-                        return version, [], f"unsupported session version {raw_version!r}"
+    with open_regular_file(path) as stream:
+        if os.fstat(stream.fileno()).st_size == 0:
+            return 0, [], "empty file"
+        with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            markers = _marker_positions(view, (*(t.encode() for t in types), LUXUS_RECALL_START.encode()))
+            next_marker = 0
+            size = len(view)
+            offset = 0
+            lineno = 0
+            match = _FAST.match
+            find = view.find
+            while offset < size:  # one line per turn
+                end = find(b"\n", offset)
+                terminated = end != -1
+                if not terminated:
+                    end = size
+                lineno += 1
+                length = end - offset
+                if length == 0:
+                    offset = end + 1
                     continue
-                if obj.get("type") == "session":
+                while next_marker < len(markers) and markers[next_marker] < offset:
+                    next_marker += 1
+                has_marker = next_marker < len(markers) and markers[next_marker] < end
+                if view[offset] in b" \t\r" and not view[offset:end].strip():
+                    offset = end + 1
                     continue
-                entries.append(entry_of(obj, line, len(entries), len(objects) > 1, types))
-            offset = end + 1
+                data = view[offset : offset + length] if length <= BIG_LINE_BYTES else None
+                line = RawLine(lineno, offset, length, data, 0, length, terminated)
+                fast = match(data) if version and not has_marker and data is not None else None
+                # The prefix alone says what the entry is, but not that the line is one: a line cut short (pi killed
+                # mid-write) or glued to another starts the same way, and pi drops it.
+                if fast is not None and parse_object(line) is not None:
+                    raw_id, raw_parent = fast.group(1, 2)
+                    entries.append(Entry(
+                        len(entries), lineno, offset, length, terminated, False, raw_id.decode(),
+                        None if raw_parent is None else raw_parent.decode(), "message", False,
+                    ))
+                    offset = end + 1
+                    continue
+                if holds_no_object(line):  # malformed, copied as it is: nothing to index (a log may be nothing else)
+                    offset = end + 1
+                    continue
+                objects = [o for o in parse_line(stream, line, fast_path_tried=fast is not None)
+                           if not isinstance(o, Malformed)]
+                for parsed in objects:
+                    obj = parsed.obj
+                    if not version:
+                        if obj.get("type") != "session" or not isinstance(obj.get("id"), str):
+                            return 0, [], "not a Pi session (no header on its first object)"
+                        known = session_version(obj.get("version"))
+                        if known is None:
+                            return 0, [], f"unsupported session version {obj.get('version')!r}"[:200]
+                        version = known
+                        continue
+                    if obj.get("type") == "session":
+                        continue
+                    # The reader's rule for a line pi drops whole (JSON.parse refuses it): more than one value, or an
+                    # object followed by anything else ("}", "]", text). Such a line is never changed.
+                    entries.append(entry_of(obj, line, len(entries), parsed.glued, types))
+                offset = end + 1
     if not version:
         return 0, [], "no readable session header"
     return version, entries, None

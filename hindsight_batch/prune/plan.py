@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hindsight_batch.fsutil import open_regular_file
 from hindsight_batch.prune.index import DEFAULT_TYPES, Entry, index_file, path_to
 
 # _SPAN finds the bytes of the parentId value of a line that starts in pi's key order ({"type":…,"id":…,
@@ -174,7 +175,7 @@ def _plan_tree(plan: PrunePlan, entries: list[Entry]) -> None:
 
 def _parent_span(path: Path, entry: Entry) -> tuple[int, int] | None:
     """Where the parentId value's bytes are, if the line starts in pi's key order."""
-    with path.open("rb") as stream:
+    with open_regular_file(path) as stream:
         stream.seek(entry.offset)
         head = stream.read(min(entry.length, 4096))
     found = _SPAN.match(head)
@@ -271,7 +272,7 @@ def read_line_as_pi(data: bytes) -> Any:
 
 def _rewrite(path: Path, entry: Entry, values: dict[str, Any]) -> Edit:
     """Re-serialize one line with ``values`` applied, keeping key order and non-ASCII text."""
-    with path.open("rb") as stream:
+    with open_regular_file(path) as stream:
         stream.seek(entry.offset)
         obj = read_line_as_pi(stream.read(entry.length))
     if values.pop("__neutralise__", False):

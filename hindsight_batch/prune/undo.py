@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import replace_file
+from hindsight_batch.fsutil import open_regular_file, replace_file
 from hindsight_batch.prune.write import BACKUP_MARK, PruneRefused, copy_range, temp_name
 
 
@@ -39,7 +39,7 @@ def restore(backup: Path, target: Path | None = None, *, force: bool = False, mi
     stat = backup.stat()
 
     def produce(fd: int) -> None:
-        with backup.open("rb") as source:
+        with open_regular_file(backup) as source:
             copy_range(source.fileno(), fd, 0, stat.st_size, 0)
 
     like = target.stat() if target.exists() else stat

@@ -3,13 +3,23 @@ replacement (:func:`hindsight_batch.fsutil.replace_file`) guarded against a file
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import glob
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, open_private, private_dir, replace_file, write_all
+from hindsight_batch.fsutil import (
+    PRIVATE_FILE,
+    fsync_dir,
+    open_private,
+    open_regular_file,
+    private_dir,
+    replace_file,
+    write_all,
+)
 from hindsight_batch.prune.plan import Edit, PrunePlan
 
 BACKUP_MARK = ".hindsight-prune-"
@@ -31,7 +41,7 @@ def regions(plan: PrunePlan) -> Iterator[tuple[int, int, bytes]]:
 def write_new(plan: PrunePlan, out: int) -> None:
     """The original with the edits applied. Unchanged runs are copied inside the kernel (``copy_file_range``),
     falling back to reads and writes where that is not possible."""
-    with plan.path.open("rb") as source:
+    with open_regular_file(plan.path) as source:
         if os.fstat(source.fileno()).st_size < plan.size:
             raise PruneRefused("the file got shorter while it was being rewritten")
         written = 0
@@ -76,6 +86,23 @@ def clean_stray_temps(folder: Path) -> None:
         pid = candidate.name.rsplit("-", 1)[-1].removesuffix(".tmp")
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             candidate.unlink(missing_ok=True)
+
+
+def own_backup_links(path: Path, backup_dir: Path | None) -> list[Path]:
+    """Backups of ``path`` that are ``path`` itself: a run killed after linking its backup and before the rename
+    left the original in place with the backup as a second name. They are not other hard links (the rename would
+    leave no one else the old file), and nothing is lost removing them."""
+    here = path.stat()
+    if here.st_nlink == 1:
+        return []
+    found = []
+    for folder in dict.fromkeys((path.parent, backup_dir or path.parent)):
+        for candidate in folder.glob(f"{glob.escape(path.name)}{BACKUP_MARK}*.bak"):
+            with contextlib.suppress(OSError):
+                there = candidate.stat(follow_symlinks=False)
+                if (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
+                    found.append(candidate)
+    return found
 
 
 def same_file(path: Path, size: int, mtime_ns: int) -> bool:
@@ -130,7 +157,7 @@ def make_backup(path: Path, backup: Path, copy: bool) -> None:
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                 raise
-    with path.open("rb") as source, open_private(backup, "xb") as out:
+    with open_regular_file(path) as source, open_private(backup, "xb") as out:
         stat = os.fstat(source.fileno())
         copy_range(source.fileno(), out.fileno(), 0, stat.st_size, 0)
         os.utime(out.fileno(), ns=(stat.st_atime_ns, stat.st_mtime_ns))

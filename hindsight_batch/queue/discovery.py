@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hindsight_batch.fsutil import read_regular
 from hindsight_batch.session.discovery import default_session_root, find_session_files
 
 GLOBAL_QUEUES = Path("~/.hindsight/pi-queues")
@@ -40,9 +41,14 @@ def queue_depths(roots: list[Path] | None = None) -> list[dict[str, Any]]:
     its dead-lettered jobs: ``{"queue", "jobs", "dead"}``."""
     from hindsight_batch.queue.store import queue_files, read_queue, side_file
 
-    depths = []
+    depths: list[dict[str, Any]] = []
     for path in queue_files(default_queue_roots() if roots is None else roots):
         dead = side_file(path, "dead")
-        dead_count = sum(1 for line in dead.read_bytes().split(b"\n") if line.strip()) if dead.exists() else 0
-        depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs), "dead": dead_count})
+        try:
+            data = read_regular(dead) if dead.exists() else b""
+            depths.append({"queue": str(path), "jobs": len(read_queue(path).jobs),
+                           "dead": sum(1 for line in data.split(b"\n") if line.strip())})
+        except OSError as exc:  # (a FIFO or a folder in its place: said, never waited on)
+            depths.append({"queue": str(path), "jobs": None, "dead": None,
+                           "error": f"{exc.filename or path}: {exc.strerror or type(exc).__name__}"})
     return depths

@@ -32,7 +32,7 @@ from typing import Any
 
 from hindsight_batch import jsoncodec
 from hindsight_batch.errors import BusyError, without_surrogates
-from hindsight_batch.fsutil import replace_file, write_all
+from hindsight_batch.fsutil import read_regular, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.jsonl import replace_lone_surrogates
 
@@ -177,7 +177,7 @@ def read_queue(path: Path) -> QueueContents:
     repeats an earlier one's id (or, without ids, its bytes) is keyed ``<key>#2``, ``#3``…, so that sending one
     never takes the other out of the queue unsent."""
     contents = QueueContents()
-    data = path.read_bytes() if path.exists() else b""
+    data = read_regular(path) if path.exists() else b""
     keys: set[str] = set()
     for line in data.split(b"\n"):
         if not line.strip():
@@ -354,7 +354,7 @@ def append_lines(path: Path, records: list[dict[str, Any]]) -> None:
     the same redacted line from the same queue), and a run after a kill adds nothing twice."""
     if not records:
         return
-    existing = path.read_bytes() if path.exists() else b""
+    existing = read_regular(path) if path.exists() else b""
     lines = [line for line in existing.split(b"\n") if line.strip()]
     seen = set()
     for line in lines:

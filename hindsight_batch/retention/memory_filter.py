@@ -8,6 +8,7 @@ These checks run before, and regardless of, the user's ``retainContent`` and ``t
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 # Opening markers of injected memory, with the closing tag of each. The live extensions use these four.
@@ -49,11 +50,23 @@ def excise_memory(text: str) -> tuple[str, int]:
     One pass from the left: a span runs from an opening marker to its closing marker, and on to the closing of any
     other opening inside it that closes later; an opening that the removal itself forms (``<hindsight_`` before a
     span, ``memories>`` after it) starts a span too, so no opening marker is left in the result."""
-    if "<" not in text:
-        return text, 0
+    kept, removed, _ = excise_continued(text, "")
+    return kept, removed
+
+
+def excise_continued(text: str, left_open: str) -> tuple[str, int, str]:
+    """:func:`excise_memory` for one of the text blocks of a message, read in order: ``left_open`` holds the
+    openings of the spans the blocks before left unclosed, whose bodies and closing tags here are memory too (S1:
+    a memory block is one unit wherever its text blocks split). Returns the text kept, the spans removed, and the
+    openings this block leaves unclosed ("" when none), for the next block."""
+    if left_open:
+        text = left_open + text  # the span goes on: as if its opening were here
+    elif "<" not in text:
+        return text, 0, ""
     found = {opening: text.find(opening) for opening in _OPENINGS}
     if max(found.values()) == -1:
-        return text, 0
+        return text, 0, ""
+    unclosed: list[str] = []  # openings whose closing the text does not hold (their span runs to its end)
     kept: list[str] = []
     tail = ""  # the last characters kept (an opening may start there and end after a removed span)
     removed = 0
@@ -68,19 +81,36 @@ def excise_memory(text: str) -> tuple[str, int]:
         piece = text[pos:start]
         kept.append(piece)
         tail = piece[-_LONGEST:] if len(piece) >= _LONGEST else (tail + piece)[-_LONGEST:]
-        pos = _span_end(text, start + 1, found)
+        pos = _span_end(text, start + 1, found, unclosed)
         removed += 1
         while (joined := _joined_opening(tail, text, pos)) is not None:
             opening, k = joined  # the opening's first k characters are the end of what was kept
             _drop_tail(kept, k)
             tail = _tail(kept)
-            pos = _span_end(text, _closing_end(text, opening, pos + len(opening) - k), found)
+            pos = _span_end(text, _closing_end(text, opening, pos + len(opening) - k, unclosed), found, unclosed)
             removed += 1
     kept.append(text[pos:])
-    return "".join(kept), removed
+    return "".join(kept), removed, "".join(dict.fromkeys(unclosed)) if pos >= len(text) else ""
 
 
-def _span_end(text: str, stop: int, found: dict[str, int]) -> int:
+def last_closings(texts: Iterable[tuple[int, str]]) -> dict[str, int]:
+    """For each opening marker, the last of the numbered ``texts`` that holds its closing marker (absent: none)."""
+    last: dict[str, int] = {}
+    for index, text in texts:
+        if "</" in text:
+            for opening, closing in MEMORY_MARKERS.items():
+                if closing in text:
+                    last[opening] = index
+    return last
+
+
+def still_open(left_open: str, index: int, last: dict[str, int]) -> str:
+    """The openings of ``left_open`` that a text after the ``index``-th closes (:func:`last_closings`): a span
+    goes on into the next text blocks only to a closing there, else it ends with its own block."""
+    return "".join(o for o in _OPENINGS if o in left_open and last.get(o, -1) > index)
+
+
+def _span_end(text: str, stop: int, found: dict[str, int], unclosed: list[str]) -> int:
     """Where a memory span that reaches at least ``stop`` ends: after the closing of every opening inside it
     (``found`` holds each opening's next occurrence; those inside the span are used up)."""
     changed = True
@@ -88,7 +118,7 @@ def _span_end(text: str, stop: int, found: dict[str, int]) -> int:
         changed = False
         for opening, at in found.items():
             while at != -1 and at < stop:
-                end = _closing_end(text, opening, at + len(opening))
+                end = _closing_end(text, opening, at + len(opening), unclosed)
                 if end > stop:
                     stop, changed = end, True
                 at = text.find(opening, end)  # an occurrence before ``end`` closes there too
@@ -96,10 +126,13 @@ def _span_end(text: str, stop: int, found: dict[str, int]) -> int:
     return stop
 
 
-def _closing_end(text: str, opening: str, after: int) -> int:
+def _closing_end(text: str, opening: str, after: int, unclosed: list[str]) -> int:
     closing = MEMORY_MARKERS[opening]
     end = text.find(closing, after)
-    return len(text) if end == -1 else end + len(closing)
+    if end == -1:
+        unclosed.append(opening)
+        return len(text)
+    return end + len(closing)
 
 
 def _tail(kept: list[str]) -> str:

@@ -30,7 +30,7 @@ import functools
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -48,6 +48,19 @@ _ROLE_FIELDS: dict[str, tuple[str, ...]] = {
 
 MAX_VALUE_DEPTH = 64  # deeper parts of a kept value (tool arguments, usage) become a marker: see _bounded
 TOO_DEEP = "[nested too deep]"
+
+
+_TEXT_KEYS = {"text": "text", "thinking": "thinking"}  # the blocks of a message that hold text, by the key that does
+
+
+def _texts(content: list[Any]) -> Iterator[tuple[int, str]]:
+    """The text of each text block of ``content``, with its place."""
+    for index, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(kind, str) and kind in _TEXT_KEYS:
+            text = block.get(_TEXT_KEYS[kind])
+            if isinstance(text, str):
+                yield index, text
 
 
 def _str(value: object) -> str:
@@ -232,6 +245,19 @@ class Projector:
             out.remove("recall-span", spans)
         return self._cut(text, out) if text and not text.isspace() else None  # (strip() would copy it)
 
+    def _block_text(self, text: str, left_open: str, out: Projection) -> tuple[str | None, str]:
+        """:meth:`_text` on one text block of a message, after blocks that left the memory openings ``left_open``
+        unclosed: the text kept, and the openings this block leaves unclosed."""
+        if not left_open and "<" not in text:
+            return self._text(text, out), ""
+        if not left_open and mf.starts_with_memory(text):
+            out.remove("recall-block")
+            return None, mf.excise_continued(text, "")[2]
+        kept, spans, left_open = mf.excise_continued(text, left_open)
+        if spans:
+            out.remove("recall-span", spans)
+        return (self._cut(kept, out) if kept and not kept.isspace() else None), left_open
+
     def _blocks(self, content: Any, allowed: Sequence[str], out: Projection) -> list[dict[str, Any]]:
         if content is None:
             return []
@@ -240,11 +266,29 @@ class Projector:
         if not isinstance(content, list):
             return []
         blocks: list[dict[str, Any]] = []
-        for block in content:
+        # S1 over blocks: the memory openings an earlier text block left unclosed, whose span goes on to a closing
+        # in a later block; where each closing is last seen (found once, when a block first leaves one open).
+        left_open = ""
+        closings: dict[str, int] | None = None
+        for index, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            if kind == "toolCall":
+            key = _TEXT_KEYS.get(kind) if isinstance(kind, str) else None  # (a type may be any JSON value)
+            if key is not None and isinstance(block.get(key), str):
+                if kind not in allowed:
+                    out.remove("retain-content")
+                    if left_open or "<" in block[key]:  # not kept, but a memory span may open or close in it
+                        left_open = mf.excise_continued(block[key], left_open)[2]
+                else:
+                    text, left_open = self._block_text(block[key], left_open, out)
+                    if text is not None:
+                        blocks.append({"type": kind, key: text})
+                if left_open:
+                    if closings is None:
+                        closings = mf.last_closings(_texts(content))
+                    left_open = mf.still_open(left_open, index, closings)
+            elif kind == "toolCall":
                 name = _str(block.get("name"))
                 if mf.is_hindsight_tool(name):
                     if isinstance(block.get("id"), str):
@@ -263,14 +307,6 @@ class Projector:
                 blocks.append({"type": "toolCall", "name": name, "arguments": self._cut_value(arguments, out, 0)})
             elif kind not in allowed:
                 out.remove("retain-content")
-            elif kind == "text" and isinstance(block.get("text"), str):
-                text = self._text(block["text"], out)
-                if text is not None:
-                    blocks.append({"type": "text", "text": text})
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                text = self._text(block["thinking"], out)
-                if text is not None:
-                    blocks.append({"type": "thinking", "thinking": text})
             elif kind == "image":
                 data = block.get("data")
                 size = len(data) if isinstance(data, str) else 0

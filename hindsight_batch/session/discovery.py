@@ -21,6 +21,17 @@ def default_session_root(env: Mapping[str, str] | None = None) -> Path:
     return Path("~/.pi/agent/sessions").expanduser()
 
 
+def no_sessions_note(paths: Iterable[Path], env: Mapping[str, str] | None = None) -> str:
+    """What to say when ``paths`` (default: the session root) hold no session file: where pi keeps them, and
+    the folder meant when a path is one level too high (``~/.pi/agent`` holds ``sessions``)."""
+    roots = list(paths)
+    root = default_session_root(env)
+    note = (f"no session files found under {', '.join(map(str, roots or [root]))}; pi keeps them in {root}, "
+            "one folder per project")
+    meant = next((p / "sessions" for p in roots if (p / "sessions").is_dir()), None)
+    return note + (f": did you mean {meant}?" if meant is not None else "")
+
+
 def _jsonl_in(folder: Path, resolve: bool, found: set[Path]) -> None:
     """Add the ``*.jsonl`` files in ``folder`` (symlinks to files too) to ``found``, as ``folder.glob`` and
     ``is_file`` found them (an unreadable folder holds none), from the directory listing itself: no ``stat`` per

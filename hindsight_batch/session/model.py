@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,30 @@ class SessionHeader:
 
 
 SUPPORTED_VERSIONS = (1, 2, 3)  # of the session format
+
+# What JavaScript's Number() reads from a string, once its white space is trimmed ("" is 0).
+_JS_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
+_JS_SPACE = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029"
+             "\u202f\u205f\u3000\ufeff")
+
+
+def session_version(raw: object) -> int | None:
+    """The format version a header's ``version`` value is to pi, which compares ``header.version ?? 1`` with
+    numbers, as JavaScript does: 3, 3.0, "3" and " 3 " are version 3, "2" and 2.0 version 2, a missing or null one
+    (and true) version 1. None when that is not 1, 2 or 3: a derived tool's 4, text, 2.5, a list."""
+    if raw is None:
+        return 1
+    number: float
+    if isinstance(raw, (bool, int, float)):
+        number = raw
+    elif isinstance(raw, str):
+        text = raw.strip(_JS_SPACE)
+        if not _JS_NUMBER.fullmatch(text):
+            return None
+        number = int(text, 0) if text[:2].lower() in ("0x", "0o", "0b") else float(text)
+    else:
+        return None
+    return int(number) if number in SUPPORTED_VERSIONS else None
 
 
 def header_text(header: SessionHeader) -> str:

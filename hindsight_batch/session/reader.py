@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hindsight_batch.fsutil import open_regular, open_regular_file
 from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,
@@ -24,7 +25,7 @@ from hindsight_batch.session.jsonl import (
     parse_object,
 )
 from hindsight_batch.session.migrate import Migrator
-from hindsight_batch.session.model import SUPPORTED_VERSIONS, EntryNode, SessionFile, SessionHeader
+from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader, session_version
 
 if TYPE_CHECKING:
     from hindsight_batch.interfaces import EntryVisitor
@@ -48,22 +49,30 @@ class EntryCallback:
         return None
 
 
+MAX_CWD_BYTES = 4096  # PATH_MAX on Linux, in bytes
+
+
 def read_header(obj: dict[str, Any]) -> SessionHeader | str:
     """Return the header, or the reason the object is not a usable session header."""
     if obj.get("type") != "session" or not isinstance(obj.get("id"), str) or not obj["id"]:
         return "first JSON object is not a Pi session header"
-    raw_version = obj.get("version", 1)
-    if type(raw_version) is not int or raw_version not in SUPPORTED_VERSIONS:  # (not True, not 2.0)
+    raw_version = obj.get("version")
+    version = session_version(raw_version)
+    if version is None:
         shown = repr(raw_version)[:40] if isinstance(raw_version, (int, float, str)) else type(raw_version).__name__
         return f"unsupported session version {shown} (this tool reads versions 1, 2 and 3)"
+    cwd = obj.get("cwd")
+    if isinstance(cwd, str) and len(cwd.encode("utf-8", "replace")) > MAX_CWD_BYTES:
+        # No process runs in a folder this deep (getcwd fails past PATH_MAX), so pi never wrote it; read as a path,
+        # its thousands of parents cost gigabytes and end in "File name too long".
+        return f"cwd is {len(cwd):,} characters long, longer than any folder pi can run in ({MAX_CWD_BYTES:,} bytes)"
     parent = obj.get("parentSession") or obj.get("branchedFrom")
     if isinstance(parent, dict):  # some tools write {id, file}
         parent = parent.get("file") or parent.get("id")
-    cwd = obj.get("cwd")
     timestamp = obj.get("timestamp")
     return SessionHeader(
         id=obj["id"],
-        version=raw_version,
+        version=version,
         timestamp=timestamp if isinstance(timestamp, str) else None,
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         parent_session=parent if isinstance(parent, str) else None,
@@ -148,8 +157,8 @@ def read_session(path: Path, visit: EntryVisitor | None = None,
     """Read ``path`` (opened read-only; session files are never written here). ``progress(offset)`` hears how far
     the file has been read, every PROGRESS_BYTES (the progress bar moves within a large file, not only when it is
     done)."""
-    with path.open("rb") as stream:
-        size = path.stat().st_size
+    with open_regular_file(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
         result = SessionFile(path=path, size=size, header=None)
         reading = _Reading(result, visit)
         entry = reading.entry
@@ -195,7 +204,7 @@ def peek_header(path: Path) -> SessionHeader | str:
     The common case, a whole first line that is an ordinary line (:func:`parse_object`), is read from the first
     block; anything else goes through the reader's own lines. A catch-up run peeks at every file it reuses, so this
     was a fifth of a re-run over many files."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_regular(path)
     try:
         start = os.read(fd, _PEEK_BYTES)
     finally:
@@ -209,7 +218,7 @@ def peek_header(path: Path) -> SessionHeader | str:
 
 def _header_from_lines(path: Path) -> SessionHeader | str:
     """:func:`peek_header` through the reader's lines: blank lines, glued objects, a damaged line skipped."""
-    with path.open("rb") as stream:
+    with open_regular_file(path) as stream:
         for line in iter_lines(stream, block_bytes=64 << 10):
             if holds_no_object(line):
                 continue  # malformed: skipped without being parsed (a long file of text has no header)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch.errors import BusyError, UsageError
+from hindsight_batch.errors import BusyError, UsageError, out_of_room
 from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.sinks import ledger_schema, manifest_table
@@ -155,26 +155,33 @@ _RUN_ROWS = (f"WITH run_rows AS (SELECT rowid AS r, * FROM manifest m WHERE {RUN
 
 
 class Ledger:
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, read_only: bool = False) -> None:
+        """The ledger in ``state_dir``, created if need be and locked for this run. ``read_only`` (``report``):
+        an existing ledger, opened for reading, in a folder that may not be writable; it waits for no lock
+        (DuckDB itself refuses to read a ledger another process is writing) and changes nothing."""
         self.path = state_dir / "ledger.duckdb"
         self._types: dict[str, list[str]] = {}  # column types by table, for _insert
         self._latest: LatestRows | None = None  # what latest_rows reads from (expect_reuse)
-        created = _missing_folders(state_dir)
+        self.read_only = read_only
+        created = [] if read_only else _missing_folders(state_dir)
         lock_path = state_dir / "ledger.lock"
         lock_existed = lock_path.exists()
         self._lock: IO[str] | None = None
         try:
-            private_dir(state_dir)
-            self._lock = open_private(lock_path, "a")
+            if not read_only:
+                private_dir(state_dir)
+                self._lock = open_private(lock_path, "a")
+            elif lock_existed:
+                self._lock = open(lock_path)  # noqa: SIM115 (closed by _unlock)
         except OSError as exc:
             self._undo(created, lock_path, lock_existed)
             problem = exc.strerror or type(exc).__name__
             raise LedgerPathError(f"state folder {state_dir}: cannot create or write it: {problem}") from None
         try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self._lock is not None:  # (read-only: shared, refused only while a run holds it)
+                fcntl.flock(self._lock.fileno(), (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._lock.close()
-            self._lock = None
+            self._unlock()
             message = f"another hindsight-batch run is using the ledger in {state_dir}; try again later"
             raise BusyError(message) from None
         # DuckDB creates the file and re-creates its .wal at every checkpoint itself: a private umask for as long
@@ -183,7 +190,7 @@ class Ledger:
         self._umask.enter_context(private_umask())
         try:
             # The ledger's statements are small: one thread runs them as fast, holds less memory, starts no pool.
-            self.db = duckdb.connect(str(self.path), config={"threads": 1})
+            self.db = duckdb.connect(str(self.path), read_only=read_only, config={"threads": 1})
         except (OSError, duckdb.Error) as exc:
             self._umask.close()
             self._unlock()
@@ -194,8 +201,15 @@ class Ledger:
             self._unlock()
             raise
         try:
+            version = self._check_version()
+            if read_only:
+                if version != ledger_schema.SCHEMA_VERSION:
+                    raise LedgerPathError(f"ledger {self.path}: schema version {version} is older than this "
+                                          "hindsight-batch reads; open it once where it can be written (any "
+                                          "command) to bring it up to date")
+                return
             os.chmod(self.path, PRIVATE_FILE)
-            self._migrate(self._check_version())
+            self._migrate(version)
             # We hold the lock, so a run still marked running is one whose process died (SIGKILL, power loss).
             self.db.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
         except (OSError, duckdb.Error) as exc:
@@ -247,11 +261,13 @@ class Ledger:
         replace_file(copy, write, private=True)
 
     def _close_db(self) -> None:
-        if self._latest is not None:
-            self._latest.close()
-        self.db.close()
-        self._umask.close()
-        self._unlock()
+        try:
+            if self._latest is not None:
+                self._latest.close()
+            self.db.close()
+        finally:  # (a checkpoint the disk refused: the lock is released all the same)
+            self._umask.close()
+            self._unlock()
 
     @staticmethod
     def _undo(created: list[Path], lock_path: Path, lock_existed: bool) -> None:
@@ -277,8 +293,20 @@ class Ledger:
     def __enter__(self) -> Ledger:
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        """Closes the ledger. A write the disk refused for want of room, here or in the block (DuckDB names its
+        file; a temporary file of the ledger's is in the state folder), becomes one line naming the ledger."""
+        try:
+            self.close()
+        except Exception as closing:
+            if exc is None:
+                raise self._unwritable(closing) or closing from None
+        if isinstance(exc, duckdb.Error) and (unwritable := self._unwritable(exc)) is not None:
+            raise unwritable from None
+
+    def _unwritable(self, exc: BaseException) -> LedgerPathError | None:
+        reason = out_of_room(exc)
+        return None if reason is None else LedgerPathError(f"ledger {self.path}: cannot write: {reason}")
 
     def fingerprint_key(self) -> bytes:
         """A random key, made once per ledger, for the HMAC fingerprints of redacted secrets."""
@@ -535,10 +563,14 @@ class Ledger:
         # In slices: DuckDB's JSON reader holds memory in proportion to what one load reads (a session of many
         # short messages hands over thousands of rows at once: 8,800 rows took about 55 MB in one load).
         for start in range(0, len(lines), LOAD_ROWS):
-            with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-", suffix=".jsonl") as out:
-                out.write(b"\n".join(lines[start:start + LOAD_ROWS]) + b"\n")
-                out.flush()
-                ledger_schema.load_records(self.db, out.name)
+            try:
+                with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-",
+                                                 suffix=".jsonl") as out:
+                    out.write(b"\n".join(lines[start:start + LOAD_ROWS]) + b"\n")
+                    out.flush()
+                    ledger_schema.load_records(self.db, out.name)
+            except OSError as exc:  # the state folder's disk is full: said so, naming the ledger
+                raise self._unwritable(exc) or exc from None
 
     def manifest_counts(self, run_id: str) -> ManifestCounts:
         """``report``'s counts of one run's manifest rows, computed by DuckDB."""

@@ -91,8 +91,15 @@ class ManifestWriter:
     def write_lines(self, lines: Sequence[bytes]) -> None:
         """Rows already encoded by :func:`encode_rows`."""
         if self._file is not None and lines:
-            self._file.write(b"\n".join(lines) + b"\n")
+            try:
+                self._file.write(b"\n".join(lines) + b"\n")
+            except OSError as exc:
+                raise self._unwritable(exc) from None
         self.rows += len(lines)
+
+    def _unwritable(self, exc: OSError) -> UsageError:
+        """A write the disk refused (full, over quota, gone): one line naming the manifest (exit 2)."""
+        return UsageError(f"--manifest {self.path}: cannot write: {exc.strerror or type(exc).__name__}")
 
     def close(self, complete: bool = True) -> None:
         """Finish: rename the rows into place when the run ``complete``d, otherwise remove them."""
@@ -100,18 +107,25 @@ class ManifestWriter:
         self._file = self._temp = None
         if file is None:
             return
-        if temp is None or target is None:  # written straight through
-            file.close()
-            return
         try:
-            if complete:
-                file.flush()
-                os.fsync(file.fileno())
-            file.close()
-            if complete:
+            try:
+                if complete:
+                    file.flush()
+                    if temp is not None:
+                        os.fsync(file.fileno())
+            finally:
+                try:
+                    file.close()  # (closes the descriptor even when flushing the buffer fails)
+                except OSError:
+                    if complete:
+                        raise
+                    # Rows the disk refused belong to a file about to be removed: nothing is lost.
+            if complete and temp is not None and target is not None:
                 with signals_deferred():
                     os.replace(temp, target)
                 fsync_dir(target.parent)  # the rename itself must survive a crash, not only the bytes
+        except OSError as exc:
+            raise self._unwritable(exc) from None
         finally:
-            if not complete or temp.exists():
+            if temp is not None and (not complete or temp.exists()):
                 temp.unlink(missing_ok=True)
