@@ -29,13 +29,18 @@ class RowTally(NamedTuple):
     route: str
     reason: str
     bank_role: str | None
+    injection: bool = False  # routing flagged prompt injection in the chunk
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RowTally:
         """The tally of a row as the manifest file has it (:meth:`~hindsight_batch.rows.ManifestRow.as_json`)."""
+        from hindsight_batch.routing.models import PROMPT_INJECTION
+
         decision = row["decision"]
+        signals = decision.get("matchedSignals")
+        injection = isinstance(signals, list) and PROMPT_INJECTION in signals
         return cls(row["status"], row["segment"], row["chunk_index"], decision["route"], decision["reason"],
-                   row["bank_role"])
+                   row["bank_role"], injection)
 
     def is_whole(self) -> bool:
         """Each field of the type a manifest row gives it (a row read back from a ledger edited by hand may not)."""
@@ -86,6 +91,7 @@ class ImportSummary:
     chunks: int = 0
     routes: Counter[str] = field(default_factory=Counter)
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    prompt_injection: int = 0  # chunks in which routing flagged prompt injection (never the User Bank)
     items: Counter[str] = field(default_factory=Counter)  # by bank role
     statuses: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -147,6 +153,7 @@ class ImportSummary:
             "chunks": self.chunks,
             "routes": dict(sorted(self.routes.items())),
             "skip_reasons": dict(sorted(self.skip_reasons.items())),
+            "prompt_injection_chunks": self.prompt_injection,
             "items_by_bank_role": dict(sorted(self.items.items())),
             "statuses": dict(sorted(self.statuses.items())),
             "seconds": round(self.seconds, 3),
@@ -196,6 +203,7 @@ class Accounting:
                 summary.routes[row.route] += 1
                 if row.status == "skipped":
                     summary.skip_reasons[_without_mode(row.reason)] += 1
+                summary.prompt_injection += row.injection
             if row.bank_role:
                 summary.items[row.bank_role] += 1
 

@@ -285,9 +285,10 @@ def forget_applied_run(run_id: str, *, confirm: bool = False, force: bool = Fals
 
 
 def preview_route(text: str, *, context: str | None = None, cwd: Path | None = None, mode: str | None = None,
-                  strategy: str | None = None, config_file: Path | None = None) -> MemoryRouteDecision:
+                  strategy: str | None = None, config_file: Path | None = None,
+                  role: str = "user") -> MemoryRouteDecision:
     """How ``import`` would route ``text`` for a session in ``cwd`` (default: here): the same operation, no
-    writes."""
+    writes. ``text`` is a chunk's projected records, or one message of ``role`` (default the user's)."""
     from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.items import base_tags, project_bank_id, session_scope
@@ -302,7 +303,7 @@ def preview_route(text: str, *, context: str | None = None, cwd: Path | None = N
     with contextlib.suppress(Unreproducible):  # the preview then shows this tool's own rule
         settings = with_project_bank(settings, BankResolver(resolver.env).derive(resolved, folder, scope.project)[0])
     decision, _ = route_text(
-        settings, text, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
+        settings, text, role=role, context=context, cwd=folder, project_bank_id=project_bank_id(scope, settings),
         base_tags=base_tags(scope, settings),
     )
     return decision

@@ -250,6 +250,9 @@ def _print_import_summary(data: dict[str, Any]) -> None:
     out(f"  statuses: {counts(data['statuses'])}; redactions: {counts(data['redactions'])}")
     if data["skip_reasons"]:
         out(f"  skipped chunks by reason: {counts(data['skip_reasons'])}")
+    if data["prompt_injection_chunks"]:
+        out(f"  prompt injection flagged in {data['prompt_injection_chunks']} chunk(s): text addressed to an AI or a "
+            "memory system; never written to the User Bank")
     for bank, seen in list(data["project_banks"].items())[:10]:
         out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
     if data["live_retained"]:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 @click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
               help="Resolve configuration (banks, missions) as for a session in this folder (default: here).")
 @click.option("--strategy", help="Routing strategy by name (default: routing.strategy from config).")
+@click.option("--role", type=click.Choice(["user", "assistant", "toolResult"]), default="user", show_default=True,
+              help="Who wrote TEXT, when it is not a chunk's JSON records: only the user's words can make a User "
+                   "Bank candidate.")
 @common_options
 @handle_errors
 def route_command(
@@ -31,13 +34,16 @@ def route_command(
     mode: str | None,
     cwd: Path | None,
     strategy: str | None,
+    role: str,
     config_file: Path | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
     """Show how the shared routing strategy would route TEXT (or standard input with '-').
 
-    The dry-run presenter: it calls the same operation as 'import' and never writes.
+    The dry-run presenter: it calls the same operation as 'import' and never writes. TEXT is one message (the
+    user's, or --role's), with the S1 and redaction steps import applies to it, or a chunk's projected JSON records
+    (a manifest row's content), routed as they are.
 
     \b
     Examples:
@@ -50,7 +56,8 @@ def route_command(
         if text is None and sys.stdin.isatty():
             raise UsageError("give TEXT, or '-' to read standard input")
         text = sys.stdin.read()
-    decision = preview_route(text, context=context, cwd=cwd, mode=mode, strategy=strategy, config_file=config_file)
+    decision = preview_route(text, context=context, cwd=cwd, mode=mode, strategy=strategy, config_file=config_file,
+                             role=role)
     if as_json:
         echo(json.dumps(decision.as_json(), indent=2))
     if not quiet and not as_json:
@@ -64,7 +71,7 @@ def _format_decision(decision: MemoryRouteDecision) -> str:
         f"route: {bank_label(decision.route)} ({decision.route}), confidence {decision.confidence:.2f}",
         f"mode: {decision.mode}{' (ROUTER MODE ON)' if decision.mode == 'router' else ''}; "
         f"strategy: {decision.strategy}",
-        f"reason: {decision.reason}",
+        f"reason: {decision.reason}" + (f" (skip reason: {decision.skip_reason})" if decision.skip_reason else ""),
         f"signals: {', '.join(decision.signals) or 'none'}; matched: {', '.join(decision.matched_signals) or 'none'}",
     ]
     for target in decision.targets:

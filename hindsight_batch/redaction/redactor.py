@@ -93,6 +93,18 @@ def marker(rule_id: str) -> str:
     return f"[REDACTED:{rule_id}]"
 
 
+_MARKER = re.compile(r"\[REDACTED:([\w.-]{1,80})\]")
+
+
+def markers(text: str) -> dict[str, int]:
+    """The :func:`marker` s already in ``text``, by rule: what an earlier pass redacted (a manifest row's content)."""
+    counts: dict[str, int] = {}
+    if "[REDACTED:" in text:
+        for match in _MARKER.finditer(text):
+            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return counts
+
+
 @dataclass
 class Findings:
     """What a redaction pass found: counts per rule and distinct fingerprints (never values)."""

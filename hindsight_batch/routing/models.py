@@ -16,10 +16,15 @@ RoutingBankRole = Literal["project", "global"]
 SignalCategory = Literal["project", "global", "skip"]
 # Why a strategy skips a chunk: a short stable code (manifest ``skip_reason``, ledger, ``report``), set exactly when
 # the route is ``skip``; the decision's ``reason`` says the same in words.
-SkipReason = Literal["secret-policy", "credential-like", "transient-artifact", "command-output", "temporary"]
+SkipReason = Literal["secret-policy", "credential-like", "transient-artifact", "command-output", "temporary",
+                     "acknowledgement", "memory-echo", "personal-data"]
 SKIP_REASONS: tuple[SkipReason, ...] = (
-    "secret-policy", "credential-like", "transient-artifact", "command-output", "temporary",
+    "secret-policy", "credential-like", "transient-artifact", "command-output", "temporary", "acknowledgement",
+    "memory-echo", "personal-data",
 )
+
+# The matched-signal label of text addressed to an AI or a memory system (the import summary counts these chunks).
+PROMPT_INJECTION = "prompt injection"
 
 # The high confidence band (routing/strategy.py lists the bands).
 HIGH_CONFIDENCE = 0.8

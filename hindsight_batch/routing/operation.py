@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hindsight_batch import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.errors import ConfigError
-from hindsight_batch.redaction.redactor import Findings, Redactor
+from hindsight_batch.redaction.redactor import Findings, Redactor, markers
+from hindsight_batch.retention.memory_filter import excise_memory, starts_with_memory
 from hindsight_batch.routing.models import MemoryRouteDecision, Missions, RoutingStrategyInput
 from hindsight_batch.routing.strategy import STRATEGIES, RoutingStrategy
 
@@ -52,11 +54,31 @@ def route_text(
     settings: Settings,
     text: str,
     *,
+    role: str = "user",
     redactor: Redactor | None = None,
     **kwargs: Any,
 ) -> tuple[MemoryRouteDecision, str]:
-    """Redact ``text`` as an import would (S3), then route it. Returns the decision and the redacted text."""
+    """Route ``text`` as ``import`` would route a chunk holding it, and return the decision and the redacted text.
+
+    A chunk (lines of projected JSON records) is routed as it is. Other text is one message of ``role`` (the
+    user's, unless told): S1 as the projection applies it (text that starts with injected memory is dropped
+    whole, and the strategy says so; memory spliced into it is cut out), then redaction (S3)."""
+    if not _is_chunk(text):
+        if not starts_with_memory(text):
+            text = excise_memory(text)[0]
+        if role != "user":
+            text = jsoncodec.dumps({"message": {"role": role, "content": [{"type": "text", "text": text}]}}).decode()
     findings = Findings()
     redactor = redactor or Redactor(private_hosts=tuple(settings.redaction.private_hosts))
+    earlier = markers(text)  # a chunk's content from a manifest: redacted by the import, routed as it was
     redacted = redactor.redact_text(text, findings)
-    return route_content(settings, redacted, redactions=findings.counts, **kwargs), redacted
+    counts = dict(findings.counts)
+    for rule, n in earlier.items():
+        counts[rule] = counts.get(rule, 0) + n
+    return route_content(settings, redacted, redactions=counts, **kwargs), redacted
+
+
+def _is_chunk(text: str) -> bool:
+    """Every line that is not blank is a JSON object: projected records."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    return bool(lines) and all(line.lstrip().startswith("{") and line.rstrip().endswith("}") for line in lines)
