@@ -103,6 +103,9 @@ def test_any_config_file_resolves_or_names_file_and_key_without_repeating_the_ke
                         "HINDSIGHT_OBSERVATION_SCOPES"]),
        st.sampled_from(["[" * 100_000, "{" * 3000, '{"user": [' + "[" * 5000 + "]" * 5000 + "]}", "[1,", "NaN", SECRET])
        | ANY_VALUE_TEXT)
+# A key holding a dot: the error's source was once looked up by splitting the key path on dots, and lost.
+@example("HINDSIGHT_RETAIN_CONTENT", '{".": {}}')
+@example("HINDSIGHT_TOOL_FILTER", '{"toolCall": {"a.b": []}}')
 def test_any_json_in_an_environment_variable_resolves_or_names_it(name: str, value: str) -> None:
     try:
         ConfigResolver(env={name: value}).for_cwd(None)

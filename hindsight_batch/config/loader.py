@@ -83,38 +83,44 @@ def _origin(origins: Mapping[str, str], dotted: str) -> str:
     return DEFAULT_SOURCE
 
 
-def _key_path(data: Any, loc: tuple[int | str, ...]) -> str:
-    """The dotted key of a validation error's location, as the user wrote it: the parts of ``loc`` that are keys
-    (or list positions) of ``data``, without the names pydantic gives a union's members (``list[str]``)."""
-    parts: list[str] = []
+def _key_parts(data: Any, loc: tuple[int | str, ...]) -> list[int | str]:
+    """A validation error's location as the user wrote it: the parts of ``loc`` that are keys (or list positions)
+    of ``data``, without the names pydantic gives a union's members (``list[str]``). Kept as parts, not joined,
+    because a key may itself hold a dot."""
+    parts: list[int | str] = []
     node = data
     for part in loc:
         is_key = isinstance(node, dict) and part in node
         if not is_key and not (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             continue
         node = node[part]
-        parts.append(str(part))
-    return ".".join(parts)
+        parts.append(part)
+    return parts
 
 
 _MISSING = object()
 
 
-def _writer(layers: list[Layer], origins: Mapping[str, str], dotted: str) -> str:
-    """The source of the value at ``dotted`` that failed validation. The merge records where each scalar came
+def _writer(layers: list[Layer], origins: Mapping[str, str], parts: list[int | str]) -> str:
+    """The source of the value at ``parts`` that failed validation. The merge records where each scalar came
     from; an object where a scalar belongs (``"baseUrl": {}``) has no record of its own, so the last layer that
     wrote that key is found in the layers themselves."""
+    dotted = ".".join(map(str, parts))
     found = _origin(origins, dotted)
-    if found != DEFAULT_SOURCE or not dotted:
+    if found != DEFAULT_SOURCE or not parts:
         return found
     for layer in reversed(layers):
         node: Any = layer.data
-        for part in dotted.split("."):
-            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        for part in parts:
+            if isinstance(node, dict):
+                node = node.get(part, _MISSING)
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                node = _MISSING
         if node is not _MISSING:
             return _label(layer, dotted)
     return found
-
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -350,11 +356,12 @@ def resolve(layers: list[Layer]) -> ResolvedConfig:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         error = exc.errors()[0]
-        dotted = _key_path(merged, error["loc"])
+        parts = _key_parts(merged, error["loc"])
+        dotted = ".".join(map(str, parts))
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key (check the spelling; unknown keys are never ignored)"
-        raise ConfigError(_writer(merged_layers, origins, dotted), dotted or "(top level)", message) from None
+        raise ConfigError(_writer(merged_layers, origins, parts), dotted or "(top level)", message) from None
     files = [Path(layer.source) for layer in layers if not layer.source.startswith(("env ", "flag "))]
     # Your own files decide whose configuration is in use; a project's files only where yours say nothing, so a
     # cloned repository carrying the other extension's file does not change the rule (or stop the run).
