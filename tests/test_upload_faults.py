@@ -184,6 +184,9 @@ def test_preflight_refuses_a_wrong_key_even_with_nothing_to_send(tmp_path: Path,
     empty.mkdir()
     with fake_hindsight(fake) as url:
         config = _config(tmp_path, url, key="wrong-key-9876543210")
+        # verify has something to check only once a run is in the ledger (with none it says so, offline, exit 2)
+        assert invoke(runner, "import", str(empty), "--config", str(config), "--state", str(tmp_path / "state"),
+                      "--quiet").exit_code == 0
         commands = [["import", str(empty), "--apply"], ["verify"], ["status", "--server"], ["forget", "--run", "x"]]
         for command in commands:
             result = invoke(runner, *command, "--config", str(config), "--state", str(tmp_path / "state"), "--json")
@@ -205,6 +208,11 @@ def test_preflight_names_an_unreachable_server_without_its_password(tmp_path: Pa
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens here once closed
     config = _config(tmp_path, f"http://user:hunter2secret@127.0.0.1:{port}")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    # a dry run puts a run in the ledger, so verify goes on to ask the server
+    assert invoke(runner, "import", str(empty), "--config", str(config), "--state", str(tmp_path / "state"),
+                  "--quiet").exit_code == 0
     for command in (["status", "--server"], ["verify"], ["import", str(tmp_path), "--apply"]):
         result = invoke(runner, *command, "--config", str(config), "--state", str(tmp_path / "state"), "--json")
         assert result.exit_code == 4, (command, result.output)
