@@ -139,7 +139,7 @@ def run_import(options: ImportOptions) -> ImportResult:
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(options.live_retained, lambda: client_for(settings) if apply
                      else client_for(settings, timeout=3, max_attempts=1), dry_run=not apply,
-                     probe=None if apply else lambda: unreachable(settings.base_url, timeout=3))
+                     probe=None if apply else lambda: unreachable(settings.base_url, timeout=3), env=resolver.env)
     pipeline = PipelineOptions(
         manifest=options.manifest, include_content=options.include_content, since=options.since,
         cwd_filter=options.cwd_filter, project_filter=options.project_filter, progress=options.progress,

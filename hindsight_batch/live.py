@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import socket
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -112,8 +112,9 @@ class LiveCheck:
     ``probe`` (a dry run's :func:`unreachable`) is asked once, before the HTTP client is made."""
 
     def __init__(self, mode: str, client: Callable[[], HindsightClient] | None, dry_run: bool,
-                 probe: Callable[[], str | None] | None = None) -> None:
+                 probe: Callable[[], str | None] | None = None, env: Mapping[str, str] | None = None) -> None:
         self.mode = mode
+        self._env = env  # the run's environment: HOME spells the session path pi-hindsight hashes
         self._probe = probe
         self._factory = client
         self._client: HindsightClient | None = None
@@ -151,7 +152,7 @@ class LiveCheck:
             if historical is not None and BACKFILL_STORE_METHOD in (historical.get("tags") or []):
                 found.append(historical)
         if family != HINDSIGHT_PI:  # under each spelling of the session's path (pi's own first)
-            for digest in path_hashes(session_file):
+            for digest in path_hashes(session_file, self._env):
                 doc = client.document(bank_id, f"pi-session:{digest}")
                 if doc is not None:
                     found.append(doc)
@@ -221,7 +222,7 @@ class LiveCheck:
         until = max((s for s in stamps if s), default=None)
         cursor = None
         if family != HINDSIGHT_PI and cwd:
-            found = cursor_verdict(cwd, session_file)
+            found = cursor_verdict(cwd, session_file, self._env)
             if found.handled_id is not None:
                 cursor = found
         notes = []
@@ -229,12 +230,10 @@ class LiveCheck:
             notes.append(f"leaving out the {len(held)} entries the extension's documents hold (matched by content)")
         if unplaced:
             notes.append(f"{unplaced} message(s) they hold match no entry of the file")
-        if not live_docs:
-            pass
-        elif cursor is not None:
+        if live_docs and cursor is not None:
             notes.append("importing only what came after the extension's retain cursor")
-        elif until is None:
+        elif live_docs and until is None:
             return LiveDecision("skip", ids, None, note="live retains without a time; skipped (fail closed)")
-        else:
+        elif live_docs:
             notes.append(f"importing only entries after the last live retain ({until})")
         return LiveDecision("after", ids, until, cursor, "; ".join(notes), held)
