@@ -49,6 +49,8 @@ COMPILED = [
     "hindsight_batch/planning.py",
     "hindsight_batch/routing/signals.py",
     "hindsight_batch/routing/strategy.py",
+    "hindsight_batch/routing/provenance.py",
+    "hindsight_batch/routing/hazards.py",
 ]
 PACKAGE = "hindsight_batch"
 # In an installed package whose compiled build failed: why (hindsight_batch.build_fallback() reads it).

@@ -68,8 +68,8 @@ def test_windows_keep_their_ids_and_hashes_as_the_session_grows(tmp_path: Path) 
 
 def test_document_ids_are_deterministic_and_name_session_role_segment_window(tmp_path: Path) -> None:
     b = SessionBuilder(session_id="abc")
-    b.user("hello")
-    b.assistant("world")
+    b.user("how does the importer name its documents?")  # (a bare greeting is now skipped as an acknowledgement)
+    b.assistant("by session, bank role, segment and window")
     path = b.write(tmp_path / "s.jsonl")
     assert plan(path) == plan(path)
     assert plan(path)[0][0] == "pi-import:abc:project:main:w0000"
