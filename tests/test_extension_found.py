@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import invoke, read_manifest
+from tests.conftest import SAMPLES, invoke, read_manifest
 from tests.hpi_recordings import Rerooted, reroot
 from tests.server import Server
 
@@ -168,3 +168,18 @@ def test_path_map_is_yours_to_set(runner: CliRunner, tmp_path: Path, isolated_ho
     assert result.exit_code == 3 and "pathMap" in result.stderr
     result = invoke(runner, "import", str(where.sessions), "--map", "relative=/y")
     assert result.exit_code == 2 and "OLD=NEW" in result.stderr
+
+
+def test_the_summary_gives_each_reason_with_its_count(runner: CliRunner, tmp_path: Path, isolated_home: Path) -> None:
+    """Sessions of one import can differ in what is found (the shipped samples: one holds both extensions' entries,
+    the others neither): each reason is printed with its own count, not the first session's for all."""
+    result = invoke(runner, "import", str(SAMPLES), "--live-retained", "include", "--state", str(tmp_path / "s"))
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()  # the human summary, on stderr
+    (head,) = [i for i, line in enumerate(lines) if "planned into this tool's own bank" in line]
+    total = int(lines[head].split()[0])
+    listed = [line.strip() for line in lines[head + 1:] if line.startswith("    ") and " session(s): " in line]
+    reasons = [line.split(" session(s): ", 1)[1] for line in listed]
+    assert len(reasons) == len(set(reasons)) >= 2 and sum(int(line.split()[0]) for line in listed) == total
+    assert any(r.startswith("both live extensions were found") for r in reasons)
+    assert all(r.count('"') % 2 == 0 for r in reasons)  # each entry named in balanced quotes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -266,7 +267,10 @@ def _print_import_summary(data: dict[str, Any]) -> None:
             out(f"    {fix}")
     if data["bank_unnamed_total"] and data["mode"] != "apply":
         out(f"  {data['bank_unnamed_total']} session(s) planned into this tool's own bank, which no live extension "
-            f"reads: {data['bank_unnamed'][0]['reason']} (--apply will not send them until then)")
+            "reads (--apply will not send them until then):")
+        reasons = Counter(unnamed["reason"] for unnamed in data["bank_unnamed"])  # sessions differ in what is found
+        for reason, count in reasons.most_common(5):
+            out(f"    {count} session(s): {reason}")
     if data["switched_off_total"]:
         left_out = data["switched_off_skipped"]
         out(f"  switched off by the live extension: {data['switched_off_total']} session(s), {left_out} left out"

@@ -114,7 +114,7 @@ def _in_session(session_file: Path) -> dict[str, list[str]]:
                 compact = line.replace(b'": "', b'":"')
                 for family, sign in _SESSION_SIGNS:
                     if sign in compact and family not in found:
-                        found[family] = [f"a {sign.decode().split(':', 1)[1]} entry in the session"]
+                        found[family] = [f"a {sign.decode().split(':', 1)[1].strip(chr(34))} entry in the session"]
                 if len(found) == len(_NAMES):
                     break
     except OSError:
