@@ -366,7 +366,8 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
 _VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
-_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}])"
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
+             r"|\)(?=[^\s\"'`,;:)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
 # (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)

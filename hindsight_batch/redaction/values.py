@@ -23,7 +23,15 @@ _PLACEHOLDER_WORDS = frozenset(
     }
 )
 _PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
-                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
+                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${")
+# A command substitution or a printf-style name ("$(cat key)", "%(password)s"), not a chosen value that holds "$(" or
+# "%(" ("b$6$(b!Yt…", "%(0I&QB…)").
+_SUBSTITUTION = re.compile(r"\$\([\w .\-/|]{1,80}+\)|%\(\w{1,80}+\)")
+# A value chosen by a person or a generator (Django's "%v#*o%7f…", "$qOe%ql(mQO9O&)"): every kind of character,
+# several symbols code rarely strings together; a call (getToken(a, b)) ends with its bracket and starts with a name.
+_SYMBOLS = frozenset("!#%^&*@~$")
+_BRACKETS = frozenset("()")
+_WHOLE_CALL = re.compile(r"[A-Za-z_$][\w$.]{0,80}+\(.{0,4096}\)[;,]?")
 # A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
 _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
                               r"(?:$|[-_.0-9])")
@@ -69,7 +77,18 @@ def is_placeholder(value: str) -> bool:
         return True
     if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
         return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
-    return any(part in lowered for part in _PLACEHOLDER_PARTS)
+    return any(part in lowered for part in _PLACEHOLDER_PARTS) or _SUBSTITUTION.search(value) is not None
+
+
+def is_chosen(value: str) -> bool:
+    """A chosen password or a generated key full of symbols (see _SYMBOLS), never an expression of code."""
+    symbols = len(_SYMBOLS.intersection(value))
+    classes = character_classes(value)
+    if not symbols or len(value) < 10:
+        return False
+    symbols += len(_BRACKETS.intersection(value))
+    return (((symbols >= 2 and classes == 4) or (symbols >= 3 and classes == 3)) and shannon_entropy(value) >= 3.0
+            and "://" not in value and not _WHOLE_CALL.fullmatch(value))
 
 
 def is_code_or_reference(value: str) -> bool:
@@ -138,6 +157,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
+    if is_chosen(value):
+        return True  # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference)
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
     if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
             "://" in value):
