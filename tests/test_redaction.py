@@ -694,3 +694,29 @@ def test_a_value_full_of_symbols_is_redacted_whole(text: str, secret: str, kept:
                                   "secret = fetch(SECRET_URL)"])
 def test_code_and_substitutions_after_a_secret_word_stay(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+@pytest.mark.parametrize("text", [
+    "expect \"Enter passphrase for key:\"\nsend \"Vq7nKp2RzT4m\\r\"\nexpect eof",
+    '{"text":"spawn scp a b:\\n./ftp.exp:3:expect \\"Password:\\"\\n./ftp.exp:4:send -- \\"Vq7nKp2RzT4m\\\\r\\"\\n"}',
+    "spawn sftp u@h\nexpect \"password:\" { send \"Vq7nKp2RzT4m\\r\" }",
+])
+def test_an_expect_script_answering_a_password_prompt_loses_the_answer(text: str) -> None:
+    text = "spawn ssh deploy@host\n" + text
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Vq7nKp2RzT4m" not in out and "[REDACTED:expect-send]" in out, out
+
+
+def test_an_expect_script_sending_a_command_or_a_variable_keeps_it() -> None:
+    text = 'spawn ssh h\nexpect "password:"\nsend "$env(SSH_PW)\\r"\nexpect "$ "\nsend "uptime\\r"'
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+@pytest.mark.parametrize("text", [
+    "Public-Lines: 1\\nAAAAB3Nz\\nPrivate-Lines: 2\\nQm9vN2xqZ0tQd3Jz+/Ab\\nWmF4YjQ=\\nPrivate-MAC: 0a1b2c",
+    "Private-Lines: 2\n Qm9vN2xqZ0tQd3Jz+/Ab\n+WmF4YjQ=\n Private-MAC: 0a1b2c",
+    "     7\\tPrivate-Lines: 2\\n     8\\tQm9vN2xqZ0tQd3Jz+/Ab\\n     9\\tWmF4YjQ=\\n    10\\tPrivate-MAC: 0a1b2c",
+])
+def test_a_putty_keys_private_lines_go_in_json_text_and_diffs_and_its_mac_line_stays(text: str) -> None:
+    out = Redactor(b"k").redact_text(text, Findings())
+    assert "Qm9vN2xq" not in out and "WmF4YjQ" not in out and "Private-MAC: 0a1b2c" in out, out

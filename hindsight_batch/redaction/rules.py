@@ -741,12 +741,22 @@ RULES: tuple[Rule, ...] = (
     Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
     # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
     Rule("putty-private-key", ("private-lines:",),
-         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|\\r?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?"
-            r"[A-Za-z0-9+/=]{4,128}+){1,64}+)", re.I), 1),
+         # (a line, also in JSON text ("\\n"), numbered, or in a diff (" ", "+"); not the "Private" of Private-MAC)
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?[ +]?"
+            r"[A-Za-z0-9+/=]{4,128}+(?![\-:])){1,64}+)", re.I), 1),
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
     Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
+    # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
+    Rule("expect-send", ("expect",),
+         _c(r"expect[ \t]++(?:-[a-z]{1,8}+[ \t]++)?\\{0,8}+\"[^\"\n\\]{0,64}?(?:pass|pin\b|secret|token)"
+            r"[^\"\n\\]{0,64}+"
+            r"\\{0,8}+\"[ \t]*+(?:\{[ \t]*+)?(?:(?:\r?\n|(?:\\r)?\\n)(?:[^\n\\\"]|\\t){0,120}?)?[ \t]*+"
+            r"send[ \t]++(?:--[ \t]++)?\\{0,8}+\"((?:[^\"\\\r\n]|\\(?![rn\"\\])){1,256}+)\\{1,8}+r", re.I),
+         1, lambda match: not is_placeholder(match.group(1)) and not match.group(1).startswith("$"),
+         prefilter=("spawn",)),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
          _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),
