@@ -720,3 +720,25 @@ def test_an_expect_script_sending_a_command_or_a_variable_keeps_it() -> None:
 def test_a_putty_keys_private_lines_go_in_json_text_and_diffs_and_its_mac_line_stays(text: str) -> None:
     out = Redactor(b"k").redact_text(text, Findings())
     assert "Qm9vN2xq" not in out and "WmF4YjQ" not in out and "Private-MAC: 0a1b2c" in out, out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("WALLET_MNEMONIC='zebra tiger cable dolphin orbit lunar pepper salad vivid marble canyon ribbon'\nCHAIN=1",
+     "zebra tiger cable"),
+    ("Here is the recovery phrase: orbit lunar pepper salad vivid marble canyon ribbon zebra tiger cable dolphin",
+     "vivid marble canyon"),
+    ('module.exports = { networks: { local: { accounts: ["0x'
+     '4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"] } } }',
+     "4c0883a69102937d"),
+])
+def test_a_wallets_recovery_phrase_and_private_key_are_redacted(text: str, secret: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and "[REDACTED:wallet-secret]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the mnemonic is stored in the vault and never printed to any log",
+    "tx 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318 confirmed; accounts: 3",
+])
+def test_talk_of_a_mnemonic_and_a_transaction_hash_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text

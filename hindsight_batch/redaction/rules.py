@@ -757,6 +757,15 @@ RULES: tuple[Rule, ...] = (
             r"send[ \t]++(?:--[ \t]++)?\\{0,8}+\"((?:[^\"\\\r\n]|\\(?![rn\"\\])){1,256}+)\\{1,8}+r", re.I),
          1, lambda match: not is_placeholder(match.group(1)) and not match.group(1).startswith("$"),
          prefilter=("spawn",)),
+    # A wallet's BIP-39 recovery phrase (12 to 24 lowercase words of 3 to 8 letters) under its name (MNEMONIC=,
+    # "my seed phrase is: …"), and an Ethereum private key (0x and 64 hex) in a Hardhat or Foundry config's
+    # accounts list: a 0x and 64 hex elsewhere is a transaction's or a block's hash.
+    Rule("wallet-secret", ("mnemonic", "seed phrase", "seed_phrase", "seed-phrase", "recovery phrase", "accounts:"),
+         _c(r"(?:(?:mnemonic|seed[ _-]phrase|recovery[ _-]phrase)[A-Za-z_]{0,16}+(?:\\{0,8}+[\"'])?"
+            r"(?:[ \t]*+(?:[:=]|is:?|was:?|:=)[ \t]*+|[ \t]++)(?:\\{0,8}+[\"'`])?"
+            r"((?:[a-z]{3,8}+ ){11,23}[a-z]{3,8}+)(?![a-z])"
+            r"|accounts[ \t]*+:[ \t]*+\[[ \t]*+\\{0,8}+[\"'`](0x[0-9a-fA-F]{64})(?![0-9a-fA-F]))", re.I),
+         -1, lambda match: not is_placeholder(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
          _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),
