@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import re
@@ -742,3 +743,14 @@ def test_a_wallets_recovery_phrase_and_private_key_are_redacted(text: str, secre
 ])
 def test_talk_of_a_mnemonic_and_a_transaction_hash_stay(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+def test_a_variable_that_says_it_holds_base64_is_decoded_and_judged() -> None:
+    """GCP_SA_KEY_B64=… outside a Kubernetes Secret: decoded, and replaced because the JSON inside holds a key;
+    a base64 value that decodes to nothing secret stays."""
+    pem = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"
+    inner = base64.b64encode(('{"type": "service_account", "private_key": "' + pem + '"}').encode()).decode()
+    plain = base64.b64encode(b"just a greeting, nothing else").decode()
+    text = f"     3\\tSA_JSON_B64={inner}\\n     4\\tBANNER_BASE64={plain}\\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert inner[:40] not in out and inner[-40:] not in out and plain in out, out

@@ -44,8 +44,10 @@ _MAX_FINGERPRINTS = 50
 # decoded text is searched with every rule: a password in the DATABASE_URL that "cG9zdGdyZXM6Ly9…" encodes. Tried in
 # texts that hold a Secret's marks (its type, its kind, a registry config); a value decodes once (and what it
 # decodes to once more, for a registry config's auth): linear.
-_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson")
-_BASE64_FIELD = re.compile(r"(?<![\w.\-])([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+:[ \t]*+(?:\\{0,8}+[\"'])?"
+# (A Kubernetes Secret's data, and a variable that says it holds base64: GCP_SA_KEY_B64=…, CERT_BASE64: …)
+_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson", "_b64", "_base64")
+_BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
+                           r"(?:\\{0,8}+[\"'])?"
                            r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
 _MAX_DEPTH = 2
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
