@@ -754,3 +754,31 @@ def test_a_variable_that_says_it_holds_base64_is_decoded_and_judged() -> None:
     text = f"     3\\tSA_JSON_B64={inner}\\n     4\\tBANNER_BASE64={plain}\\n"
     for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
         assert inner[:40] not in out and inner[-40:] not in out and plain in out, out
+
+
+@pytest.mark.parametrize("token", [
+    "EZAK" + "9c1e" * 13 + "ab",
+    "NRAK-" + "Q7W3E9R1T5Y8U2I4O6P0A3S7D9F",
+    "sl." + "Bx-7_kQ2mZ" * 14,
+    "EAAA" + "l9Kx_2Vq-8" * 6,
+    "EAA" + "Gm4ZB7xKQp" * 11,
+    "access_token$production$" + "k3v9q2m7x1z8p4w6" + "$" + "0f9e8d7c" * 4,
+    "hcaik_" + "a1b2c3d4e5" * 5 + "f6g7h8i9",
+    "cmVmdGtuOjAxOj" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh",
+    "squ_" + "3e5f7a9b1c" * 4,
+    "FLWSECK-" + "a1b2c3d4" * 4 + "-X",
+])
+def test_a_services_token_in_prose_is_redacted_by_its_prefix(token: str) -> None:
+    text = f"The API returns 401 with {token}, is it the wrong scope?"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert token not in out and token[-12:] not in out and out.endswith(", is it the wrong scope?"), out
+
+
+@pytest.mark.parametrize("text", [
+    '{"command":"gh secret set SONAR_TOKEN --body \\"Zx8Kq2Lm5Np7Rt9W\\"","timeout":60}',
+    "vercel env add PAYMENTS_KEY production <<< 'Zx8Kq2Lm5Np7Rt9W'",
+])
+def test_a_value_handed_to_a_ci_or_platform_command_is_redacted_also_in_json(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Zx8Kq2Lm5Np7Rt9W" not in out, out
+    assert Redactor(b"k").redact_text('{"command":"gh secret set X --body \\"$TOKEN\\""}', Findings()).count("$TOKEN")

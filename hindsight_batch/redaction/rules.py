@@ -376,7 +376,9 @@ _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
-_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)"""
+# (also quoted in JSON text: --body \"v\")
+_CLI_VALUE = (r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|\\{1,8}+"(?:[^"\\\n]|\\(?!\\{0,7}+"))"""
+              r"""{1,256}+\\{1,8}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)""")
 
 
 def _cli(commands: str, flag: str) -> str:
@@ -437,7 +439,7 @@ def _given_password(value: str) -> bool:
     """A password given to a command, unless it is a reference, a command's output, another flag, a template or
     a placeholder ($PW, `cat pw`, -, {password}, %PW%, changeme). A password may begin with any other character
     ({001, [x9, %a7)."""
-    value = value.strip("\"'")
+    value = value.strip("\"'\\")
     return (len(value) >= 4 and not value.startswith(("$", "`", "-")) and _TEMPLATE.fullmatch(value) is None
             and not is_placeholder(value))
 
@@ -489,7 +491,7 @@ _STDIN_PASSWORD = (
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
 # another is searched for in each record that holds that one, and "pass" is in many; and each starts with a letter
 # that other gates start with ("c" and "p" would each cost every record one more search).
-_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd")
+_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd", "vercel env")
 
 
 # Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
@@ -705,7 +707,9 @@ RULES: tuple[Rule, ...] = (
         ("lin_api_", "gsk", "xai-", "pplx-", "r8", "tvly-", "nvapi-", "sntry", "glsa", "dckr", "atatt3", "figd",
          "sq0atp-", "sq0csp-", "ntn", "hvs.", "hvb.", "sbp", "pscale", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "rnd",
          "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
-         "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_"),
+         "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_",
+         "ezak", "nrak-", "sl.", "eaa", "access_token$", "hcaik_", "hcxik_", "cmvmd", "squ_", "sqp_", "sqa_",
+         "flwseck"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -726,7 +730,13 @@ RULES: tuple[Rule, ...] = (
             rf"|ops_eyJ[A-Za-z0-9+/]{{250,4000}}+={{0,3}}+"
             rf"|ABSK[A-Za-z0-9+/]{{109,269}}+={{0,2}}+|bedrock-api-key-[A-Za-z0-9+/]{{40,4096}}+={{0,2}}+"
             rf"|AKCp[A-Za-z0-9]{{69}}|sk\.eyJ[A-Za-z0-9_\-.]{{60,240}}+|bkua_[a-z0-9]{{40}}"
-            rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+){_NA}"
+            rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+"
+            # EasyPost, New Relic's user keys, Dropbox's short-lived tokens, Square's and Facebook's access tokens,
+            # Braintree's, Honeycomb's ingest keys, Artifactory's reference tokens, SonarQube's, Flutterwave's
+            rf"|EZAK[A-Za-z0-9]{{54}}|NRAK-[A-Za-z0-9]{{27}}|sl\.(?:u\.)?[A-Za-z0-9_\-=]{{100,1500}}+"
+            rf"|EAAA[A-Za-z0-9_\-+=]{{60}}|EAA[A-Za-z0-9]{{90,512}}+"
+            rf"|access_token\$(?:production|sandbox)\$[0-9a-z]{{16}}\$[0-9a-f]{{32}}|hc[ax]ik_[a-z0-9]{{58}}"
+            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X){_NA}"
         ),
     ),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
