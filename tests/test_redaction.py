@@ -74,6 +74,9 @@ CASES = [
      "3619461/ym9ltg"),
     ("base64-secret", "kind: Secret\ndata:\n  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw\n",
      "cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw"),
+    ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
+    ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
+     "orbit lunar pepper"),
 ]
 
 
@@ -230,7 +233,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert len(contexts) >= 30 and all(len(c) >= 5 for c in contexts.values()), contexts
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
-                        "putty-private-key", "zapier-webhook"}
+                        "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -782,3 +785,11 @@ def test_a_value_handed_to_a_ci_or_platform_command_is_redacted_also_in_json(tex
     for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
         assert "Zx8Kq2Lm5Np7Rt9W" not in out, out
     assert Redactor(b"k").redact_text('{"command":"gh secret set X --body \\"$TOKEN\\""}', Findings()).count("$TOKEN")
+
+
+def test_a_cookie_headers_session_values_go_and_its_preferences_and_attributes_stay() -> None:
+    text = ("curl https://shop.example -H 'Cookie: csrftoken=Yq3Lk9Zp2Wx7Rv5N; lang=en-US; theme=dark' -s\n"
+            "set-cookie: sid=s%3AKq8Zr2Lm4Np6.Tx7Vb9Wc1; Path=/; HttpOnly; SameSite=Lax\n")
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Yq3Lk9Zp2Wx7Rv5N" not in out and "Kq8Zr2Lm4Np6" not in out, out
+        assert "lang=en-US; theme=dark' -s" in out and "; Path=/; HttpOnly; SameSite=Lax" in out, out
