@@ -793,3 +793,19 @@ def test_a_cookie_headers_session_values_go_and_its_preferences_and_attributes_s
     for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
         assert "Yq3Lk9Zp2Wx7Rv5N" not in out and "Kq8Zr2Lm4Np6" not in out, out
         assert "lang=en-US; theme=dark' -s" in out and "; Path=/; HttpOnly; SameSite=Lax" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    '{"command":"curl -s -u \\"ops:Tb6Wm2Qx9Kd4\\" http://127.0.0.1:9200/_cat/indices"}',
+    '{"command":"echo -n Tb6Wm2Qx9Kd4 | gh secret set DEPLOY_KEY"}',
+    '{"command":"printf \'%s\\\\n\' \'Tb6Wm2Qx9Kd4\' | sudo -S -k true"}',
+    "net use Y: \\\\\\\\nas\\\\backup /user:CORP\\\\svc 'Tb6Wm2Qx9Kd4'",
+])
+def test_a_password_on_a_command_line_in_json_text_or_piped_into_a_ci_command_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Tb6Wm2Qx9Kd4" not in out, out
+
+
+def test_net_use_keeps_its_switches() -> None:
+    text = "net use Z: \\\\fs01\\share /user:ACME\\bob /persistent:yes"
+    assert Redactor(b"k").redact_text(text, Findings()) == text

@@ -399,7 +399,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"ssh-keygen", r"-[NP][ \t]*+" + _CLI_VALUE),
     _cli(r"openssl", r"-k[ \t]++" + _CLI_VALUE),
     _cli(r"mongo(?:sh|dump|restore|export|import|stat|top)?", r"-p[ \t]++" + _CLI_VALUE),
-    _cli(r"curl", r"""(?:-u|--user|--proxy-user|-U)[ \t]*+['"]?[^\s:'"]{0,128}+:""" + _CLI_VALUE),
+    _cli(r"curl", r"""(?:-u|--user|--proxy-user|-U)[ \t]*+(?:\\{0,8}+['"])?[^\s:'"\\]{0,128}+:""" + _CLI_VALUE),
     _cli(r"keytool|jarsigner", r"-(?:src|dest)?(?:store|key)pass[ \t]++" + _CLI_VALUE),
     _cli(r"lftp", r"-u[ \t]++[^\s,]{1,128}+," + _CLI_VALUE),
     _cli(r"smbclient", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
@@ -409,6 +409,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
     _cli(r"xcrun[ \t]++(?:altool|notarytool)", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
     _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
+    _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++" + _CLI_VALUE),  # (Windows: net use \\host\share /user:u v)
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
     r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
@@ -426,7 +427,7 @@ _CLI_COMMANDS = (
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
-    "send {", "xcrun",
+    "send {", "xcrun", "net use",
 )
 
 
@@ -440,7 +441,7 @@ def _given_password(value: str) -> bool:
     a placeholder ($PW, `cat pw`, -, {password}, %PW%, changeme). A password may begin with any other character
     ({001, [x9, %a7)."""
     value = value.strip("\"'\\")
-    return (len(value) >= 4 and not value.startswith(("$", "`", "-")) and _TEMPLATE.fullmatch(value) is None
+    return (len(value) >= 4 and not value.startswith(("$", "`", "-", "/")) and _TEMPLATE.fullmatch(value) is None
             and not is_placeholder(value))
 
 
@@ -473,6 +474,7 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
     r"[^\n|;&<>]{0,256}?(?<![\w\-])--password-stdin(?![\w\-])",  # docker, podman, helm registry, oras… login
     r"chpasswd(?![\w\-])",
     r"passwd --stdin(?![\w\-])",
+    r"gh[ \t]++secret[ \t]++set(?![\w\-])",  # (the value piped in: echo -n v | gh secret set NAME)
     rf"smbpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,4}}?s(?![\w\-])",
     rf"htpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,6}}?i(?![\w\-])",
     r"kinit(?![\w\-])",
@@ -482,7 +484,8 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
 _STDIN_PASSWORD = (
     # echo [-n] VALUE | reader; printf ['%s\n'] VALUE | reader
     r"(?:(?<![\w\-./])|(?<=\\[nrt]))"
-    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
+    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+"
+    r"|printf(?:[ \t]++(?:'%s(?:\\{1,2}n)?'|\\{0,3}\"%s(?:\\{1,4}n)?\\{0,3}\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
     rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
@@ -491,7 +494,7 @@ _STDIN_PASSWORD = (
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
 # another is searched for in each record that holds that one, and "pass" is in many; and each starts with a letter
 # that other gates start with ("c" and "p" would each cost every record one more search).
-_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd", "vercel env")
+_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd", "vercel env", "gh secret")
 
 
 # Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
