@@ -820,11 +820,12 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             + _VALUE_FIELD
-            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name)
-            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
+            # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
-            r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,
