@@ -814,7 +814,8 @@ def test_net_use_keeps_its_switches() -> None:
 @pytest.mark.parametrize(("text", "secret", "kept"), [
     ("Settings(debug=True, signing_key=SecretStr('c4f1a9e27b3d8e05f6a1c9b2'), port=8000)", "c4f1a9e27b3d8e05",
      "port=8000)"),
-    ("║ SENTRY_AUTH_TOKEN │ 9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b ║\n║ PORT │ 8080 ║", "9e8f7a6b5c4d3e2f", "║ PORT │ 8080 ║"),
+    ("║ SENTRY_AUTH_TOKEN │ 9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b ║\n║ PORT │ 8080 ║", "9e8f7a6b5c4d3e2f",
+     "║ PORT │ 8080 ║"),
 ])
 def test_a_secret_in_a_settings_repr_or_a_box_drawn_table_is_redacted(text: str, secret: str, kept: str) -> None:
     for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
