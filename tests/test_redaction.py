@@ -75,6 +75,8 @@ CASES = [
     ("base64-secret", "kind: Secret\ndata:\n  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw\n",
      "cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw"),
     ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
+    ("pgpass", "$ cat ~/.pgpass\ndb.internal:5432:*:report:Hq2Vx8Lm4Tz6\n", "Hq2Vx8Lm4Tz6"),
+    ("wireguard-key", "$ wg genkey\ncNn9Rkq3Yt5Hb7Jx2Lw8Vz4Pd6Fg1Sm0Ta3Ke5Ub7Wc=\n", "cNn9Rkq3Yt5Hb7Jx2Lw8"),
     ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
      "orbit lunar pepper"),
 ]
@@ -233,7 +235,8 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert len(contexts) >= 30 and all(len(c) >= 5 for c in contexts.values()), contexts
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
-                        "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret"}
+                        "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
+                        "pgpass", "wireguard-key"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -821,3 +824,11 @@ def test_a_secret_in_a_settings_repr_or_a_box_drawn_table_is_redacted(text: str,
     for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
         assert secret not in out and kept in out, out
     assert Redactor(b"k").redact_text("│   ├── token.ts\n│   └── secret_store.py", Findings()).count("token.ts")
+
+
+def test_a_password_of_random_letters_goes_and_a_camel_case_name_stays() -> None:
+    text = "    environment:\n      POSTGRES_PASSWORD: qHvRtwNbLkyZsMe\n      POSTGRES_DB: app\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "qHvRtwNbLkyZsMe" not in out and "POSTGRES_DB: app" in out, out
+    for code in ("password: getPasswordFromVault", "password = DatabasePassword", "pass: PASSWORDFROMENV"):
+        assert Redactor(b"k").redact_text(code, Findings()) == code

@@ -409,7 +409,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
     _cli(r"xcrun[ \t]++(?:altool|notarytool)", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
     _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
-    _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++" + _CLI_VALUE),  # (Windows: net use \\host\share /user:u v)
+    _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++(?!/)" + _CLI_VALUE),  # (net use \\host\share /user:u v)
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
     r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
@@ -441,7 +441,7 @@ def _given_password(value: str) -> bool:
     a placeholder ($PW, `cat pw`, -, {password}, %PW%, changeme). A password may begin with any other character
     ({001, [x9, %a7)."""
     value = value.strip("\"'\\")
-    return (len(value) >= 4 and not value.startswith(("$", "`", "-", "/")) and _TEMPLATE.fullmatch(value) is None
+    return (len(value) >= 4 and not value.startswith(("$", "`", "-")) and _TEMPLATE.fullmatch(value) is None
             and not is_placeholder(value))
 
 
@@ -779,6 +779,14 @@ RULES: tuple[Rule, ...] = (
             r"((?:[a-z]{3,8}+ ){11,23}[a-z]{3,8}+)(?![a-z])"
             r"|accounts[ \t]*+:[ \t]*+\[[ \t]*+\\{0,8}+[\"'`](0x[0-9a-fA-F]{64})(?![0-9a-fA-F]))", re.I),
          -1, lambda match: not is_placeholder(match.group(match.lastindex or 0))),
+    # A ~/.pgpass line, hostname:port:database:username:password (a text that names the file), and a WireGuard
+    # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
+    Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
+                          r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
+         1, lambda match: not is_placeholder(match.group(1)), prefilter=("pgpass",)),
+    Rule("wireguard-key", ("wg genkey",),
+         _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
          _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),

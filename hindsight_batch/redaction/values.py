@@ -47,6 +47,8 @@ _APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}|[a-z]{4}(?: [a-z]{4}){3}")
 _CALL_AT = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][A-Za-z_$.]{0,80}+"
                       r"|[A-Za-z_$][\w$]{0,40}+(?:\.[A-Za-z_$][\w$]{0,40}+){1,8}+)\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
+# Words run together as a name is spelled (getPassword, DbPass, secretValue): not the random letters of a password.
+_CAMEL_WORDS = re.compile(r"[a-z]{1,40}+(?:[A-Z][a-z]{2,40}+){0,12}+|(?:[A-Z][a-z]{2,40}+){1,12}+|[A-Z]{1,40}+")
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -159,6 +161,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_chosen(value):
         return True  # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference)
+    if (password and not prose and len(value) >= 10 and value.isascii() and value.isalpha()
+            and not _CAMEL_WORDS.fullmatch(value) and shannon_entropy(value) >= 3.0):
+        return not is_placeholder(value)  # "zTaNyvRsmkPhLRo": letters at random, not a name of code
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
     if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
             "://" in value):
