@@ -77,6 +77,8 @@ CASES = [
     ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
     ("pgpass", "$ cat ~/.pgpass\ndb.internal:5432:*:report:Hq2Vx8Lm4Tz6\n", "Hq2Vx8Lm4Tz6"),
     ("wireguard-key", "$ wg genkey\ncNn9Rkq3Yt5Hb7Jx2Lw8Vz4Pd6Fg1Sm0Ta3Ke5Ub7Wc=\n", "cNn9Rkq3Yt5Hb7Jx2Lw8"),
+    ("django-secret-key", "SECRET_KEY = 'django-insecure-" + "q(4z!x8^k2m@r6&w0p=v+e_t-9y#j3n%b7)c5s*h1u$lf" + "abcde'",
+     "q(4z!x8^k2m@r6"),
     ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
      "orbit lunar pepper"),
 ]
@@ -236,7 +238,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key"}
+                        "pgpass", "wireguard-key", "django-secret-key"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -832,3 +834,22 @@ def test_a_password_of_random_letters_goes_and_a_camel_case_name_stays() -> None
         assert "qHvRtwNbLkyZsMe" not in out and "POSTGRES_DB: app" in out, out
     for code in ("password: getPasswordFromVault", "password = DatabasePassword", "pass: PASSWORDFROMENV"):
         assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize("text", [
+    "ok, the password is Tq#v%Lm(Xr&Bzk — try it on staging",
+    "the admin pw for cache-7.eu-west-1.example.com is Wz*Rk%$Nq!hPd, please rotate it after",
+    "HTTP/2 200\\nset-cookie: SID=Kq8Zr2Lm4Np6Tx7Vb9Wc1; Path=/\\nx-request-id: 7f3a",
+])
+def test_a_password_of_symbols_in_a_sentence_and_a_set_cookie_in_json_text_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Tq#v%Lm" not in out and "Wz*Rk%$N" not in out and "Kq8Zr2Lm4N" not in out, out
+
+
+def test_a_django_key_printed_by_get_random_secret_key_is_redacted_and_the_call_in_settings_is_kept() -> None:
+    printed = ("$ python -c 'from django.core.management.utils import get_random_secret_key; "
+               "print(get_random_secret_key())'\n" + "v7#k2(x-m9^q@z&w1+r=t8*b$n4)p0_e%j6!s3lh5ycgdfuaow" + "\n")
+    for out in (Redactor(b"k").redact_text(printed, Findings()), _through_import(printed)):
+        assert "v7#k2(x-m9^q" not in out and "[REDACTED:django-secret-key]" in out, out
+    code = "from django.core.management.utils import get_random_secret_key\nSECRET_KEY = get_random_secret_key()\n"
+    assert Redactor(b"k").redact_text(code, Findings()) == code

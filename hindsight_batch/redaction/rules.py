@@ -30,6 +30,7 @@ from fnmatch import fnmatchcase
 from hindsight_batch.redaction.values import CODE as _CODE
 from hindsight_batch.redaction.values import (
     character_classes,
+    is_chosen,
     is_code_or_reference,
     is_placeholder,
     is_self_describing,
@@ -592,7 +593,8 @@ RULES: tuple[Rule, ...] = (
         ("cookie", "set-cookie"),
         # (to the end of the line, or of a quoted header: -H 'Cookie: …'; "\n" ends it in text that is JSON)
         # (name=value pairs: "cookie: string" in a type is not a header)
-        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
+        _c(r"(?:(?<![\w-])|(?<=\\[nrt]))(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)"
+           r"((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
            re.I),
         1,
     ),
@@ -787,6 +789,13 @@ RULES: tuple[Rule, ...] = (
     Rule("wireguard-key", ("wg genkey",),
          _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
             r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
+    # Django's SECRET_KEY: startproject's "django-insecure-" and 50 characters of get_random_secret_key's alphabet,
+    # and such a key printed alone in the lines after the call that made it.
+    Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
+         _c(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{50}(?![a-z0-9!@#$%^&*(\-_=+)])"
+            r"|get_random_secret_key(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
+         -1, lambda match: is_chosen(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
          _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),

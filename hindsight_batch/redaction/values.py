@@ -151,6 +151,10 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return not is_placeholder(value)  # an app password as Google and Apple print them: four groups of four letters
     if uuid and _UUID.fullmatch(value):
         return not is_placeholder(value)
+    if is_chosen(value) and not is_placeholder(value) and not is_self_describing(value):
+        # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference; no English word or
+        # name holds three kinds of symbol, so this holds in prose too: "the password is m#$A%FG(Vl(Bdfw")
+        return True
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
@@ -159,8 +163,6 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if is_chosen(value):
-        return True  # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference)
     if (password and not prose and len(value) >= 10 and value.isascii() and value.isalpha()
             and not _CAMEL_WORDS.fullmatch(value) and shannon_entropy(value) >= 3.0):
         return not is_placeholder(value)  # "zTaNyvRsmkPhLRo": letters at random, not a name of code
