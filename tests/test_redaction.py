@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import re
@@ -73,6 +74,13 @@ CASES = [
      "3619461/ym9ltg"),
     ("base64-secret", "kind: Secret\ndata:\n  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw\n",
      "cG9zdGdyZXM6Ly9hcHA6UXo3TG0yWHA5Vms0QGRiOjU0MzIvYXBw"),
+    ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
+    ("pgpass", "$ cat ~/.pgpass\ndb.internal:5432:*:report:Hq2Vx8Lm4Tz6\n", "Hq2Vx8Lm4Tz6"),
+    ("wireguard-key", "$ wg genkey\ncNn9Rkq3Yt5Hb7Jx2Lw8Vz4Pd6Fg1Sm0Ta3Ke5Ub7Wc=\n", "cNn9Rkq3Yt5Hb7Jx2Lw8"),
+    ("django-secret-key", "SECRET_KEY = 'django-insecure-" + "q(4z!x8^k2m@r6&w0p=v+e_t-9y#j3n%b7)c5s*h1u$lf" + "abcde'",
+     "q(4z!x8^k2m@r6"),
+    ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
+     "orbit lunar pepper"),
 ]
 
 
@@ -229,7 +237,8 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert len(contexts) >= 30 and all(len(c) >= 5 for c in contexts.values()), contexts
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
-                        "putty-private-key", "zapier-webhook"}
+                        "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
+                        "pgpass", "wireguard-key", "django-secret-key"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -664,3 +673,183 @@ def test_redaction_is_linear_on_dense_text(family: str, path: str) -> None:
     run(redactor, small)  # caches warm
     ratio = _seconds(lambda: run(redactor, large)) / max(_seconds(lambda: run(redactor, small)), 1e-4)
     assert ratio < 20, f"{family}: 8x the text took {ratio:.0f}x the time"
+
+
+def _through_import(text: str) -> str:
+    """``text`` as a user message, through the record gates and the rules as an import sends it."""
+    redactor = Redactor(b"k")
+    message = {"role": "user", "content": [{"type": "text", "text": text}]}
+    data = jsoncodec.dumps({"type": "message", "message": message})
+    hints = redactor.hints_each_utf8([data])[0]
+    if not (hints and redactor.needs_redaction(data, hints)):
+        return text
+    return str(redactor.redact_value(message, Findings(), hints)["content"][0]["text"])
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ("db_password = )Kp(4&wq#Ld9v\nport = 5432", ")Kp(4&wq#Ld9v", "port = 5432"),
+    ("DJANGO_SECRET_KEY: \"x7(ab%q^2m#z&)r9+e-w!k0j=\"\nDEBUG: false", "x7(ab%q^2m#z&)r9", "DEBUG: false"),
+    ("export SIGNING_KEY='Qw)#t%(zRbnMv$y'\nexport TZ=UTC", "Qw)#t%(zRbnMv$y", "export TZ=UTC"),
+    ("smtp_password = k$7$(m!HrpWX$eq\n[log]", "k$7$(m!HrpWX$eq", "[log]"),
+])
+def test_a_value_full_of_symbols_is_redacted_whole(text: str, secret: str, kept: str) -> None:
+    """A chosen password or a generated key holding brackets, "$", "%", "#", "&" (Django's keys) is a value, not a
+    call or a reference: all of it goes, and the next line stays."""
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret[:6] not in out and secret[-6:] not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", ["token = getToken();", 'password = "%(db_password)s"', "PASS=$(cat /run/pass)",
+                                  "secret = fetch(SECRET_URL)"])
+def test_code_and_substitutions_after_a_secret_word_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+@pytest.mark.parametrize("text", [
+    "expect \"Enter passphrase for key:\"\nsend \"Vq7nKp2RzT4m\\r\"\nexpect eof",
+    '{"text":"spawn scp a b:\\n./ftp.exp:3:expect \\"Password:\\"\\n./ftp.exp:4:send -- \\"Vq7nKp2RzT4m\\\\r\\"\\n"}',
+    "spawn sftp u@h\nexpect \"password:\" { send \"Vq7nKp2RzT4m\\r\" }",
+])
+def test_an_expect_script_answering_a_password_prompt_loses_the_answer(text: str) -> None:
+    text = "spawn ssh deploy@host\n" + text
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Vq7nKp2RzT4m" not in out and "[REDACTED:expect-send]" in out, out
+
+
+def test_an_expect_script_sending_a_command_or_a_variable_keeps_it() -> None:
+    text = 'spawn ssh h\nexpect "password:"\nsend "$env(SSH_PW)\\r"\nexpect "$ "\nsend "uptime\\r"'
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+@pytest.mark.parametrize("text", [
+    "Public-Lines: 1\\nAAAAB3Nz\\nPrivate-Lines: 2\\nQm9vN2xqZ0tQd3Jz+/Ab\\nWmF4YjQ=\\nPrivate-MAC: 0a1b2c",
+    "Private-Lines: 2\n Qm9vN2xqZ0tQd3Jz+/Ab\n+WmF4YjQ=\n Private-MAC: 0a1b2c",
+    "     7\\tPrivate-Lines: 2\\n     8\\tQm9vN2xqZ0tQd3Jz+/Ab\\n     9\\tWmF4YjQ=\\n    10\\tPrivate-MAC: 0a1b2c",
+])
+def test_a_putty_keys_private_lines_go_in_json_text_and_diffs_and_its_mac_line_stays(text: str) -> None:
+    out = Redactor(b"k").redact_text(text, Findings())
+    assert "Qm9vN2xq" not in out and "WmF4YjQ" not in out and "Private-MAC: 0a1b2c" in out, out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("WALLET_MNEMONIC='zebra tiger cable dolphin orbit lunar pepper salad vivid marble canyon ribbon'\nCHAIN=1",
+     "zebra tiger cable"),
+    ("Here is the recovery phrase: orbit lunar pepper salad vivid marble canyon ribbon zebra tiger cable dolphin",
+     "vivid marble canyon"),
+    ('module.exports = { networks: { local: { accounts: ["0x'
+     '4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"] } } }',
+     "4c0883a69102937d"),
+])
+def test_a_wallets_recovery_phrase_and_private_key_are_redacted(text: str, secret: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and "[REDACTED:wallet-secret]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the mnemonic is stored in the vault and never printed to any log",
+    "tx 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318 confirmed; accounts: 3",
+])
+def test_talk_of_a_mnemonic_and_a_transaction_hash_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+def test_a_variable_that_says_it_holds_base64_is_decoded_and_judged() -> None:
+    """GCP_SA_KEY_B64=… outside a Kubernetes Secret: decoded, and replaced because the JSON inside holds a key;
+    a base64 value that decodes to nothing secret stays."""
+    pem = "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"
+    inner = base64.b64encode(('{"type": "service_account", "private_key": "' + pem + '"}').encode()).decode()
+    plain = base64.b64encode(b"just a greeting, nothing else").decode()
+    text = f"     3\\tSA_JSON_B64={inner}\\n     4\\tBANNER_BASE64={plain}\\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert inner[:40] not in out and inner[-40:] not in out and plain in out, out
+
+
+@pytest.mark.parametrize("token", [
+    "EZAK" + "9c1e" * 13 + "ab",
+    "NRAK-" + "Q7W3E9R1T5Y8U2I4O6P0A3S7D9F",
+    "sl." + "Bx-7_kQ2mZ" * 14,
+    "EAAA" + "l9Kx_2Vq-8" * 6,
+    "EAA" + "Gm4ZB7xKQp" * 11,
+    "access_token$production$" + "k3v9q2m7x1z8p4w6" + "$" + "0f9e8d7c" * 4,
+    "hcaik_" + "a1b2c3d4e5" * 5 + "f6g7h8i9",
+    "cmVmdGtuOjAxOj" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh",
+    "squ_" + "3e5f7a9b1c" * 4,
+    "FLWSECK-" + "a1b2c3d4" * 4 + "-X",
+])
+def test_a_services_token_in_prose_is_redacted_by_its_prefix(token: str) -> None:
+    text = f"The API returns 401 with {token}, is it the wrong scope?"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert token not in out and token[-12:] not in out and out.endswith(", is it the wrong scope?"), out
+
+
+@pytest.mark.parametrize("text", [
+    '{"command":"gh secret set SONAR_TOKEN --body \\"Zx8Kq2Lm5Np7Rt9W\\"","timeout":60}',
+    "vercel env add PAYMENTS_KEY production <<< 'Zx8Kq2Lm5Np7Rt9W'",
+])
+def test_a_value_handed_to_a_ci_or_platform_command_is_redacted_also_in_json(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Zx8Kq2Lm5Np7Rt9W" not in out, out
+    assert Redactor(b"k").redact_text('{"command":"gh secret set X --body \\"$TOKEN\\""}', Findings()).count("$TOKEN")
+
+
+def test_a_cookie_headers_session_values_go_and_its_preferences_and_attributes_stay() -> None:
+    text = ("curl https://shop.example -H 'Cookie: csrftoken=Yq3Lk9Zp2Wx7Rv5N; lang=en-US; theme=dark' -s\n"
+            "set-cookie: sid=s%3AKq8Zr2Lm4Np6.Tx7Vb9Wc1; Path=/; HttpOnly; SameSite=Lax\n")
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Yq3Lk9Zp2Wx7Rv5N" not in out and "Kq8Zr2Lm4Np6" not in out, out
+        assert "lang=en-US; theme=dark' -s" in out and "; Path=/; HttpOnly; SameSite=Lax" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    '{"command":"curl -s -u \\"ops:Tb6Wm2Qx9Kd4\\" http://127.0.0.1:9200/_cat/indices"}',
+    '{"command":"echo -n Tb6Wm2Qx9Kd4 | gh secret set DEPLOY_KEY"}',
+    '{"command":"printf \'%s\\\\n\' \'Tb6Wm2Qx9Kd4\' | sudo -S -k true"}',
+    "net use Y: \\\\\\\\nas\\\\backup /user:CORP\\\\svc 'Tb6Wm2Qx9Kd4'",
+])
+def test_a_password_on_a_command_line_in_json_text_or_piped_into_a_ci_command_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Tb6Wm2Qx9Kd4" not in out, out
+
+
+def test_net_use_keeps_its_switches() -> None:
+    text = "net use Z: \\\\fs01\\share /user:ACME\\bob /persistent:yes"
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ("Settings(debug=True, signing_key=SecretStr('c4f1a9e27b3d8e05f6a1c9b2'), port=8000)", "c4f1a9e27b3d8e05",
+     "port=8000)"),
+    ("║ SENTRY_AUTH_TOKEN │ 9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b ║\n║ PORT │ 8080 ║", "9e8f7a6b5c4d3e2f",
+     "║ PORT │ 8080 ║"),
+])
+def test_a_secret_in_a_settings_repr_or_a_box_drawn_table_is_redacted(text: str, secret: str, kept: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and kept in out, out
+    assert Redactor(b"k").redact_text("│   ├── token.ts\n│   └── secret_store.py", Findings()).count("token.ts")
+
+
+def test_a_password_of_random_letters_goes_and_a_camel_case_name_stays() -> None:
+    text = "    environment:\n      POSTGRES_PASSWORD: qHvRtwNbLkyZsMe\n      POSTGRES_DB: app\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "qHvRtwNbLkyZsMe" not in out and "POSTGRES_DB: app" in out, out
+    for code in ("password: getPasswordFromVault", "password = DatabasePassword", "pass: PASSWORDFROMENV"):
+        assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize("text", [
+    "ok, the password is Tq#v%Lm(Xr&Bzk — try it on staging",
+    "the admin pw for cache-7.eu-west-1.example.com is Wz*Rk%$Nq!hPd, please rotate it after",
+    "HTTP/2 200\\nset-cookie: SID=Kq8Zr2Lm4Np6Tx7Vb9Wc1; Path=/\\nx-request-id: 7f3a",
+])
+def test_a_password_of_symbols_in_a_sentence_and_a_set_cookie_in_json_text_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Tq#v%Lm" not in out and "Wz*Rk%$N" not in out and "Kq8Zr2Lm4N" not in out, out
+
+
+def test_a_django_key_printed_by_get_random_secret_key_is_redacted_and_the_call_in_settings_is_kept() -> None:
+    printed = ("$ python -c 'from django.core.management.utils import get_random_secret_key; "
+               "print(get_random_secret_key())'\n" + "v7#k2(x-m9^q@z&w1+r=t8*b$n4)p0_e%j6!s3lh5ycgdfuaow" + "\n")
+    for out in (Redactor(b"k").redact_text(printed, Findings()), _through_import(printed)):
+        assert "v7#k2(x-m9^q" not in out and "[REDACTED:django-secret-key]" in out, out
+    code = "from django.core.management.utils import get_random_secret_key\nSECRET_KEY = get_random_secret_key()\n"
+    assert Redactor(b"k").redact_text(code, Findings()) == code

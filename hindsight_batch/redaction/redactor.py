@@ -44,8 +44,10 @@ _MAX_FINGERPRINTS = 50
 # decoded text is searched with every rule: a password in the DATABASE_URL that "cG9zdGdyZXM6Ly9…" encodes. Tried in
 # texts that hold a Secret's marks (its type, its kind, a registry config); a value decodes once (and what it
 # decodes to once more, for a registry config's auth): linear.
-_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson")
-_BASE64_FIELD = re.compile(r"(?<![\w.\-])([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+:[ \t]*+(?:\\{0,8}+[\"'])?"
+# (A Kubernetes Secret's data, and a variable that says it holds base64: GCP_SA_KEY_B64=…, CERT_BASE64: …)
+_BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson", "_b64", "_base64")
+_BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
+                           r"(?:\\{0,8}+[\"'])?"
                            r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
 _MAX_DEPTH = 2
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
@@ -352,7 +354,8 @@ class Redactor:
         start, end = match.span(group)
         whole_start = match.start(0)
         whole = match.group(0)
-        return whole[: start - whole_start] + marker(rule.id) + whole[end - whole_start :]
+        replacement = _cookie_values(value) if rule.id == "cookie" else marker(rule.id)
+        return whole[: start - whole_start] + replacement + whole[end - whole_start :]
 
     def _found(self, findings: Findings, rule_id: str, value: str) -> None:
         findings.counts[rule_id] += 1
@@ -552,6 +555,24 @@ def _first(text: AnyStr, gate: Any, start: int) -> int:
         match = gate.search(text, start)
         return -1 if match is None else match.start()
     return text.find(gate, start)
+
+
+# A cookie header's pairs: each value goes, unless it is a word or a number (theme=dark, lang=en, consent=1) or a
+# Set-Cookie attribute (Path=/, SameSite=Lax, Expires=…): those say nothing secret and the memory keeps them.
+_COOKIE_PAIR = re.compile(r"([^=;\s]{1,256}+)=([^;]{0,4096}+)")
+_PLAIN_COOKIE = re.compile(r"[A-Za-z]{1,16}+|[0-9]{1,12}+|[a-z]{2}(?:[-_][A-Za-z]{2})?")
+_COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "priority", "version"})
+
+
+def _cookie_values(header: str) -> str:
+    def pair(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        if name.lower() in _COOKIE_ATTRIBUTES or _PLAIN_COOKIE.fullmatch(value.strip()):
+            return match.group(0)
+        return f"{name}={marker('cookie')}"
+
+    replaced = _COOKIE_PAIR.sub(pair, header)
+    return replaced if replaced != header else marker("cookie")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -30,6 +30,7 @@ from fnmatch import fnmatchcase
 from hindsight_batch.redaction.values import CODE as _CODE
 from hindsight_batch.redaction.values import (
     character_classes,
+    is_chosen,
     is_code_or_reference,
     is_placeholder,
     is_self_describing,
@@ -366,7 +367,8 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
 _VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
-_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}])"
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
+             r"|\)(?=[^\s\"'`,;:)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
 # (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
@@ -375,7 +377,9 @@ _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
-_CLI_VALUE = r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)"""
+# (also quoted in JSON text: --body \"v\")
+_CLI_VALUE = (r"""('[^'\n]{1,256}+'|"[^"\n]{1,256}+"|\\{1,8}+"(?:[^"\\\n]|\\(?!\\{0,7}+"))"""
+              r"""{1,256}+\\{1,8}+"|(?:[^\s'"|;&<>`\\]|\\(?![nrt"'])){1,256}+)""")
 
 
 def _cli(commands: str, flag: str) -> str:
@@ -396,7 +400,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"ssh-keygen", r"-[NP][ \t]*+" + _CLI_VALUE),
     _cli(r"openssl", r"-k[ \t]++" + _CLI_VALUE),
     _cli(r"mongo(?:sh|dump|restore|export|import|stat|top)?", r"-p[ \t]++" + _CLI_VALUE),
-    _cli(r"curl", r"""(?:-u|--user|--proxy-user|-U)[ \t]*+['"]?[^\s:'"]{0,128}+:""" + _CLI_VALUE),
+    _cli(r"curl", r"""(?:-u|--user|--proxy-user|-U)[ \t]*+(?:\\{0,8}+['"])?[^\s:'"\\]{0,128}+:""" + _CLI_VALUE),
     _cli(r"keytool|jarsigner", r"-(?:src|dest)?(?:store|key)pass[ \t]++" + _CLI_VALUE),
     _cli(r"lftp", r"-u[ \t]++[^\s,]{1,128}+," + _CLI_VALUE),
     _cli(r"smbclient", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
@@ -406,6 +410,7 @@ _CLI_PASSWORD = "|".join((
     _cli(r"cargo[ \t]++login", "" + _CLI_VALUE),
     _cli(r"xcrun[ \t]++(?:altool|notarytool)", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
     _cli(r"redis-server", r"--requirepass[ \t]++" + _CLI_VALUE),
+    _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++(?!/)" + _CLI_VALUE),  # (net use \\host\share /user:u v)
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
     r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
@@ -423,7 +428,7 @@ _CLI_COMMANDS = (
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
-    "send {", "xcrun",
+    "send {", "xcrun", "net use",
 )
 
 
@@ -436,7 +441,7 @@ def _given_password(value: str) -> bool:
     """A password given to a command, unless it is a reference, a command's output, another flag, a template or
     a placeholder ($PW, `cat pw`, -, {password}, %PW%, changeme). A password may begin with any other character
     ({001, [x9, %a7)."""
-    value = value.strip("\"'")
+    value = value.strip("\"'\\")
     return (len(value) >= 4 and not value.startswith(("$", "`", "-")) and _TEMPLATE.fullmatch(value) is None
             and not is_placeholder(value))
 
@@ -470,6 +475,7 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
     r"[^\n|;&<>]{0,256}?(?<![\w\-])--password-stdin(?![\w\-])",  # docker, podman, helm registry, oras… login
     r"chpasswd(?![\w\-])",
     r"passwd --stdin(?![\w\-])",
+    r"gh[ \t]++secret[ \t]++set(?![\w\-])",  # (the value piped in: echo -n v | gh secret set NAME)
     rf"smbpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,4}}?s(?![\w\-])",
     rf"htpasswd(?:[ \t]++{_SHELL_WORD}){{0,8}}?[ \t]++-[A-Za-z]{{0,6}}?i(?![\w\-])",
     r"kinit(?![\w\-])",
@@ -479,7 +485,8 @@ _STDIN_READERS = _SUDO_STDIN + r"|(?:sudo(?:[ \t]++-[\w\-]{1,16}+){0,4}+[ \t]++)
 _STDIN_PASSWORD = (
     # echo [-n] VALUE | reader; printf ['%s\n'] VALUE | reader
     r"(?:(?<![\w\-./])|(?<=\\[nrt]))"
-    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+|printf(?:[ \t]++(?:'%s(?:\\n)?'|\"%s(?:\\n)?\"|%s(?:\\n)?))?)"
+    r"(?:echo(?:[ \t]++-[neE]{1,3}+)*+"
+    r"|printf(?:[ \t]++(?:'%s(?:\\{1,2}n)?'|\\{0,3}\"%s(?:\\{1,4}n)?\\{0,3}\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
     rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
@@ -488,7 +495,7 @@ _STDIN_PASSWORD = (
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
 # another is searched for in each record that holds that one, and "pass" is in many; and each starts with a letter
 # that other gates start with ("c" and "p" would each cost every record one more search).
-_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd")
+_STDIN_LITERALS = ("sudo", "stdin", "hpa", "smbpa", "htpa", "kinit", "hrase-fd", "vercel env", "gh secret")
 
 
 # Password hashes in the crypt formats (bcrypt, yescrypt, Argon2) and Django's PBKDF2: a leaked hash is a password
@@ -586,7 +593,8 @@ RULES: tuple[Rule, ...] = (
         ("cookie", "set-cookie"),
         # (to the end of the line, or of a quoted header: -H 'Cookie: …'; "\n" ends it in text that is JSON)
         # (name=value pairs: "cookie: string" in a type is not a header)
-        _c(r"(?<![\w-])(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
+        _c(r"(?:(?<![\w-])|(?<=\\[nrt]))(?:set-)?cookie[ \t]*+:[ \t]*+(?=[^\s=;,]{1,256}+=)"
+           r"((?:[^\r\n'\"\\]|\\(?![nrt\"'])){1,4096}+)",
            re.I),
         1,
     ),
@@ -704,7 +712,9 @@ RULES: tuple[Rule, ...] = (
         ("lin_api_", "gsk", "xai-", "pplx-", "r8", "tvly-", "nvapi-", "sntry", "glsa", "dckr", "atatt3", "figd",
          "sq0atp-", "sq0csp-", "ntn", "hvs.", "hvb.", "sbp", "pscale", "dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "rnd",
          "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
-         "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_"),
+         "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_",
+         "ezak", "nrak-", "sl.", "eaa", "access_token$", "hcaik_", "hcxik_", "cmvmd", "squ_", "sqp_", "sqa_",
+         "flwseck"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -725,7 +735,13 @@ RULES: tuple[Rule, ...] = (
             rf"|ops_eyJ[A-Za-z0-9+/]{{250,4000}}+={{0,3}}+"
             rf"|ABSK[A-Za-z0-9+/]{{109,269}}+={{0,2}}+|bedrock-api-key-[A-Za-z0-9+/]{{40,4096}}+={{0,2}}+"
             rf"|AKCp[A-Za-z0-9]{{69}}|sk\.eyJ[A-Za-z0-9_\-.]{{60,240}}+|bkua_[a-z0-9]{{40}}"
-            rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+){_NA}"
+            rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+"
+            # EasyPost, New Relic's user keys, Dropbox's short-lived tokens, Square's and Facebook's access tokens,
+            # Braintree's, Honeycomb's ingest keys, Artifactory's reference tokens, SonarQube's, Flutterwave's
+            rf"|EZAK[A-Za-z0-9]{{54}}|NRAK-[A-Za-z0-9]{{27}}|sl\.(?:u\.)?[A-Za-z0-9_\-=]{{100,1500}}+"
+            rf"|EAAA[A-Za-z0-9_\-+=]{{60}}|EAA[A-Za-z0-9]{{90,512}}+"
+            rf"|access_token\$(?:production|sandbox)\$[0-9a-z]{{16}}\$[0-9a-f]{{32}}|hc[ax]ik_[a-z0-9]{{58}}"
+            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X){_NA}"
         ),
     ),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
@@ -740,12 +756,46 @@ RULES: tuple[Rule, ...] = (
     Rule("xml-secret", (), _c(_XML_SECRET, re.I), -1, _xml_secret, prefilter=_XML_LITERALS),
     # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
     Rule("putty-private-key", ("private-lines:",),
-         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|\\r?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?"
-            r"[A-Za-z0-9+/=]{4,128}+){1,64}+)", re.I), 1),
+         # (a line, also in JSON text ("\\n"), numbered, or in a diff (" ", "+"); not the "Private" of Private-MAC)
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?[ +]?"
+            r"[A-Za-z0-9+/=]{4,128}+(?![\-:])){1,64}+)", re.I), 1),
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
     Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
+    # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
+    Rule("expect-send", ("expect",),
+         _c(r"expect[ \t]++(?:-[a-z]{1,8}+[ \t]++)?\\{0,8}+\"[^\"\n\\]{0,64}?(?:pass|pin\b|secret|token)"
+            r"[^\"\n\\]{0,64}+"
+            r"\\{0,8}+\"[ \t]*+(?:\{[ \t]*+)?(?:(?:\r?\n|(?:\\r)?\\n)(?:[^\n\\\"]|\\t){0,120}?)?[ \t]*+"
+            r"send[ \t]++(?:--[ \t]++)?\\{0,8}+\"((?:[^\"\\\r\n]|\\(?![rn\"\\])){1,256}+)\\{1,8}+r", re.I),
+         1, lambda match: not is_placeholder(match.group(1)) and not match.group(1).startswith("$"),
+         prefilter=("spawn",)),
+    # A wallet's BIP-39 recovery phrase (12 to 24 lowercase words of 3 to 8 letters) under its name (MNEMONIC=,
+    # "my seed phrase is: …"), and an Ethereum private key (0x and 64 hex) in a Hardhat or Foundry config's
+    # accounts list: a 0x and 64 hex elsewhere is a transaction's or a block's hash.
+    Rule("wallet-secret", ("mnemonic", "seed phrase", "seed_phrase", "seed-phrase", "recovery phrase", "accounts:"),
+         _c(r"(?:(?:mnemonic|seed[ _-]phrase|recovery[ _-]phrase)[A-Za-z_]{0,16}+(?:\\{0,8}+[\"'])?"
+            r"(?:[ \t]*+(?:[:=]|is:?|was:?|:=)[ \t]*+|[ \t]++)(?:\\{0,8}+[\"'`])?"
+            r"((?:[a-z]{3,8}+ ){11,23}[a-z]{3,8}+)(?![a-z])"
+            r"|accounts[ \t]*+:[ \t]*+\[[ \t]*+\\{0,8}+[\"'`](0x[0-9a-fA-F]{64})(?![0-9a-fA-F]))", re.I),
+         -1, lambda match: not is_placeholder(match.group(match.lastindex or 0))),
+    # A ~/.pgpass line, hostname:port:database:username:password (a text that names the file), and a WireGuard
+    # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
+    Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
+                          r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
+         1, lambda match: not is_placeholder(match.group(1)), prefilter=("pgpass",)),
+    Rule("wireguard-key", ("wg genkey",),
+         _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
+    # Django's SECRET_KEY: startproject's "django-insecure-" and 50 characters of get_random_secret_key's alphabet,
+    # and such a key printed alone in the lines after the call that made it.
+    Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
+         _c(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{50}(?![a-z0-9!@#$%^&*(\-_=+)])"
+            r"|get_random_secret_key(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
+         -1, lambda match: is_chosen(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
          _c(r"hooks\.zapier\.com/hooks/catch/[0-9]{3,12}+/[A-Za-z0-9]{4,32}+/?")),
@@ -787,11 +837,12 @@ RULES: tuple[Rule, ...] = (
         _c(
             rf"({_KEYWORDS}|api key|access key|private key)([A-Za-z0-9_.\-]{{0,32}}+)(?:\\{{0,8}}+[\"'`])?"
             + _VALUE_FIELD
-            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name)
-            + r"\]?(?:[ \t]*+(:=|=>|[:=]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
+            # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
-            r"(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,

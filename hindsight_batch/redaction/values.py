@@ -23,7 +23,15 @@ _PLACEHOLDER_WORDS = frozenset(
     }
 )
 _PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
-                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${", "$(", "%(")
+                      "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${")
+# A command substitution or a printf-style name ("$(cat key)", "%(password)s"), not a chosen value that holds "$(" or
+# "%(" ("b$6$(b!Yt…", "%(0I&QB…)").
+_SUBSTITUTION = re.compile(r"\$\([\w .\-/|]{1,80}+\)|%\(\w{1,80}+\)")
+# A value chosen by a person or a generator (Django's "%v#*o%7f…", "$qOe%ql(mQO9O&)"): every kind of character,
+# several symbols code rarely strings together; a call (getToken(a, b)) ends with its bracket and starts with a name.
+_SYMBOLS = frozenset("!#%^&*@~$")
+_BRACKETS = frozenset("()")
+_WHOLE_CALL = re.compile(r"[A-Za-z_$][\w$.]{0,80}+\(.{0,4096}\)[;,]?")
 # A value that names what it is ("test-api-key-123", "my_secret_token") is an example someone typed.
 _SELF_DESCRIBING = re.compile(r"(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|test|mock|sample|demo)"
                               r"(?:$|[-_.0-9])")
@@ -39,6 +47,8 @@ _APP_PASSWORD = re.compile(r"[a-z]{4}(?:-[a-z]{4}){3}|[a-z]{4}(?: [a-z]{4}){3}")
 _CALL_AT = re.compile(r"(?<![\w$.])(?:[A-Za-z_$][A-Za-z_$.]{0,80}+"
                       r"|[A-Za-z_$][\w$]{0,40}+(?:\.[A-Za-z_$][\w$]{0,40}+){1,8}+)\(")
 _CALL = re.compile(r"[A-Za-z_$][A-Za-z_$.]{0,80}+\(")  # a call of a name (no digit in it): code, not a password
+# Words run together as a name is spelled (getPassword, DbPass, secretValue): not the random letters of a password.
+_CAMEL_WORDS = re.compile(r"[a-z]{1,40}+(?:[A-Z][a-z]{2,40}+){0,12}+|(?:[A-Z][a-z]{2,40}+){1,12}+|[A-Z]{1,40}+")
 _WORDY_NAME = re.compile(r"[A-Za-z_$][A-Za-z_$.\-]{0,200}+")  # letters only: a name, not a value
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -69,7 +79,18 @@ def is_placeholder(value: str) -> bool:
         return True
     if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
         return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
-    return any(part in lowered for part in _PLACEHOLDER_PARTS)
+    return any(part in lowered for part in _PLACEHOLDER_PARTS) or _SUBSTITUTION.search(value) is not None
+
+
+def is_chosen(value: str) -> bool:
+    """A chosen password or a generated key full of symbols (see _SYMBOLS), never an expression of code."""
+    symbols = len(_SYMBOLS.intersection(value))
+    classes = character_classes(value)
+    if not symbols or len(value) < 10:
+        return False
+    symbols += len(_BRACKETS.intersection(value))
+    return (((symbols >= 2 and classes == 4) or (symbols >= 3 and classes == 3)) and shannon_entropy(value) >= 3.0
+            and "://" not in value and not _WHOLE_CALL.fullmatch(value))
 
 
 def is_code_or_reference(value: str) -> bool:
@@ -130,6 +151,10 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return not is_placeholder(value)  # an app password as Google and Apple print them: four groups of four letters
     if uuid and _UUID.fullmatch(value):
         return not is_placeholder(value)
+    if is_chosen(value) and not is_placeholder(value) and not is_self_describing(value):
+        # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference; no English word or
+        # name holds three kinds of symbol, so this holds in prose too: "the password is m#$A%FG(Vl(Bdfw")
+        return True
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
@@ -138,6 +163,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
+    if (password and not prose and len(value) >= 10 and value.isascii() and value.isalpha()
+            and not _CAMEL_WORDS.fullmatch(value) and shannon_entropy(value) >= 3.0):
+        return not is_placeholder(value)  # "zTaNyvRsmkPhLRo": letters at random, not a name of code
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
     if (value.startswith(_REFERENCE_STARTS) and not chosen) or value.lower().startswith(_REFERENCE_PREFIXES) or (
             "://" in value):
