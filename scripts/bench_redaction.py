@@ -14,9 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hindsight_batch import jsoncodec
 from hindsight_batch.redaction.redactor import Findings, Redactor
-from tests.adversarial import DENSE_FAMILIES, adversarial_inputs, dense_family
+from tests.adversarial import DENSE_FAMILIES, adversarial_inputs, dense_family, through_import
 
 ORDINARY = (
     "I changed src/queue.ts so the lock records its owner pid; tests pass. The config uses token budgets and "
@@ -47,19 +46,10 @@ def main() -> None:
         for path in ("import", "text"):
             started = time.perf_counter()
             if path == "import":
-                _import_path(redactor, text)
+                through_import(redactor, text)
             else:
                 redactor.redact_text(text, Findings())
             print(f"{name:18s} {path:>6s} {(time.perf_counter() - started) / (len(text) / 1e6):8.2f}")
-
-
-def _import_path(redactor: Redactor, text: str) -> None:
-    """What an import does with a message holding ``text``: the record gates, then the rules where they let it in."""
-    message = {"role": "user", "content": [{"type": "text", "text": text}]}
-    data = jsoncodec.dumps({"type": "message", "message": message})
-    hints = redactor.hints_each_utf8([data])[0]
-    if hints and redactor.needs_redaction(data, hints):
-        redactor.redact_value(message, Findings(), hints)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ Shared by ``tests/test_redaction.py`` (it must finish) and ``scripts/bench_redac
 
 from __future__ import annotations
 
+from hindsight_batch import jsoncodec
+from hindsight_batch.redaction.redactor import Findings, Redactor
+
 
 def adversarial_inputs(megabytes: int = 10) -> dict[str, str]:
     n = megabytes * 1_000_000
@@ -62,3 +65,14 @@ DENSE_FAMILIES: dict[str, str] = {
 def dense_family(name: str, size: int) -> str:
     unit = DENSE_FAMILIES[name]
     return unit * max(1, size // len(unit))
+
+
+def through_import(redactor: Redactor, text: str) -> str:
+    """``text`` as a user message, through the record gates and then the rules where the gates let it in, as an
+    import sends it."""
+    message = {"role": "user", "content": [{"type": "text", "text": text}]}
+    data = jsoncodec.dumps({"type": "message", "message": message})
+    hints = redactor.hints_each_utf8([data])[0]
+    if not (hints and redactor.needs_redaction(data, hints)):
+        return text
+    return str(redactor.redact_value(message, Findings(), hints)["content"][0]["text"])
