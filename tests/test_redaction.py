@@ -668,6 +668,19 @@ def test_redaction_is_linear_on_dense_text(family: str, path: str) -> None:
     assert ratio < 20, f"{family}: 8x the text took {ratio:.0f}x the time"
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", ["import", "text"])
+def test_a_quoted_value_of_backslashes_is_as_fast_as_one_of_letters(path: str) -> None:
+    """A quoted value stops before its closing quote, escaped or not; the look for that quote spans at most the
+    backslashes of three levels of JSON escaping, not the whole run: a run of a million backslashes after
+    password=" once made every character of the value scan it (2.8 s for 1 MB, against 0.03 s for letters)."""
+    redactor = Redactor(b"k")
+    run = through_import if path == "import" else (lambda r, t: r.redact_text(t, Findings()))
+    letters = _seconds(lambda: run(redactor, 'password="' + "a" * 1_000_000))
+    backslashes = _seconds(lambda: run(redactor, 'password="' + "\\" * 1_000_000))
+    assert backslashes < 10 * max(letters, 0.01), f"{backslashes:.2f} s against {letters:.2f} s for letters"
+
+
 def _through_import(text: str) -> str:
     return through_import(Redactor(b"k"), text)
 
