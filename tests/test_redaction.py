@@ -695,6 +695,15 @@ def test_a_key_by_its_last_part_holding_words_is_kept_in_a_structure() -> None:
     assert out == {**record, "DD_APP_KEY": "[REDACTED:secret-assignment]"}
 
 
+def test_a_session_cookie_of_letters_goes_and_its_attributes_stay() -> None:
+    """A Set-Cookie whose value reads as a word still loses the value only: Path, HttpOnly and SameSite were
+    replaced with it, the whole header one marker."""
+    header = "Set-Cookie: sessionid=kjhasdkjhqwezx; Path=/; HttpOnly; SameSite=Lax"
+    expected = "Set-Cookie: sessionid=[REDACTED:cookie]; Path=/; HttpOnly; SameSite=Lax"
+    assert Redactor(b"k").redact_text(header, Findings()) == expected
+    assert _through_import(header) == expected
+
+
 def _through_import(text: str) -> str:
     return through_import(Redactor(b"k"), text)
 
