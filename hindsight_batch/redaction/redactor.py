@@ -572,7 +572,13 @@ def _cookie_values(header: str) -> str:
         return f"{name}={marker('cookie')}"
 
     replaced = _COOKIE_PAIR.sub(pair, header)
-    return replaced if replaced != header else marker("cookie")
+    if replaced != header:
+        return replaced
+    # The rule judged the header a secret though each value reads as a word (sessionid=kjhqwezxmnbvcp): every
+    # cookie's value goes, its attributes stay (Path=/, SameSite=Lax; HttpOnly has no "=").
+    values = _COOKIE_PAIR.sub(lambda match: match.group(0) if match.group(1).lower() in _COOKIE_ATTRIBUTES
+                              else f"{match.group(1)}={marker('cookie')}", header)
+    return values if values != header else marker("cookie")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -66,6 +66,8 @@ _PASSWORD_WORD = re.compile(r"pass|pw", re.I)
 
 def looks_secret(value: str, key: str = "") -> bool:
     """For a string under a secret-sounding key in a structure (``{"password": "hunter22"}``)."""
+    if key and not secret_key_name(key) and _JOINED_WORDS.fullmatch(value):
+        return False  # {"redis_key": "user:1234:profile"}: a key only by its name's last part, holding a name
     return secret_value(value, password=bool(_PASSWORD_WORD.search(key)), quoted=True,
                         uuid=_UUID_NAME.search(key) is not None)
 
@@ -295,6 +297,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
             return False
         if _NOT_SECRET_KEY_NAMES.search(_name_before(match.string, match.start())) or match.group(2):
             return False
+        if _JOINED_WORDS.fullmatch(value.strip("\"'`")):
+            return False  # redis_key = 'user:1234:profile', METRIC_KEY=http_requests_total_v2: a name, not a key
     elif _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
         return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
     rest = match.group(2)
@@ -331,6 +335,9 @@ def _keyword_value(match: re.Match[str]) -> bool:
 # word in prose it is a name the sentence talks about, unless the words say a value is given (:func:`_given`).
 _IDENTIFIER = re.compile(r"[0-9a-f\-]{7,128}+|[a-z0-9_\-]{1,128}+|[A-Z0-9_\-]{1,128}+|[\w.\-]{0,128}+/[\w./\-]{0,256}+")
 _SEALED = re.compile(r"encryptedData:")
+# Lowercase words and numbers joined by "_", ":" or ".": what a cache's, a metric's or a setting's key holds; a key
+# of a service is one random run (or mixes cases, or joins its parts by "-", as a UUID does).
+_JOINED_WORDS = re.compile(r"[a-z0-9]{1,16}+(?:[_:.][a-z0-9]{1,16}+){1,16}+")
 _CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 
@@ -372,7 +379,7 @@ _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
 # (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
-_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\*+\4)|(?:(?!\\*+\4)\S){{4,4096}}+)"
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
