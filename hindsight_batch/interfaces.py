@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hindsight_batch.routing.strategy import RoutingStrategy
 
 if TYPE_CHECKING:
+    from hindsight_batch.ledger import DocumentRow
+    from hindsight_batch.plan.rows import ManifestRow
     from hindsight_batch.queue.store import QueueContents
-    from hindsight_batch.rows import ManifestRow
     from hindsight_batch.session.model import EntryNode
-    from hindsight_batch.sinks.ledger import DocumentRow
     from hindsight_batch.sinks.upload import UploadStats
 
 __all__ = ["DocumentSink", "EntryVisitor", "ManifestSink", "QueueSource", "RoutingStrategy", "SessionSource"]
@@ -111,12 +111,12 @@ class DocumentSink(Protocol):
 if TYPE_CHECKING:  # what implements which protocol, checked by mypy
 
     def _conformance() -> None:
+        from hindsight_batch.ledger import Ledger
         from hindsight_batch.queue import store
         from hindsight_batch.retention.records import RecordMaker
         from hindsight_batch.routing.strategy import DryRunOnly, ProjectGlobalDefault
         from hindsight_batch.session import discovery
         from hindsight_batch.session.reader import EntryCallback
-        from hindsight_batch.sinks.ledger import Ledger
         from hindsight_batch.sinks.manifest import ManifestWriter
         from hindsight_batch.sinks.upload import Uploader
 

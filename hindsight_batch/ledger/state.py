@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from hindsight_batch.errors import EXIT_CONFIG, HindsightBatchError, UsageError
 
 if TYPE_CHECKING:
-    from hindsight_batch.sinks.ledger import Ledger
+    from hindsight_batch.ledger import Ledger
 
 
 def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: bool = False) -> Ledger:
@@ -18,7 +18,7 @@ def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: b
     $HOME. ``runs_needed`` (report, verify, review: they look at past runs): a ledger that holds none is a usage
     error too, and nothing is created (a mistyped --state made an empty ledger and an empty report). ``reading``
     (report): in a folder this process may not write to, the ledger is opened read-only."""
-    from hindsight_batch.sinks.ledger import Ledger, LedgerPathError, default_state_dir
+    from hindsight_batch.ledger import Ledger, LedgerPathError, default_state_dir
 
     folder = state_dir or default_state_dir()
     no_runs = UsageError(f"no runs in ledger {folder / 'ledger.duckdb'}: nothing was imported with this state "
@@ -40,7 +40,7 @@ def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: b
 def ledger_totals(state_dir: Path | None = None) -> dict[str, Any]:
     """``{"path", "exists"}`` and, for an existing ledger, its runs, sources and documents by status (or the
     ``error`` that kept it from opening). Never creates a ledger."""
-    from hindsight_batch.sinks.ledger import Ledger, default_state_dir
+    from hindsight_batch.ledger import Ledger, default_state_dir
 
     state_dir = state_dir or default_state_dir()
     path = state_dir / "ledger.duckdb"

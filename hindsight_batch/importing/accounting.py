@@ -17,7 +17,7 @@ from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.names import source_name
 
 if TYPE_CHECKING:
-    from hindsight_batch.planning import SessionPlan
+    from hindsight_batch.plan.planning import SessionPlan
 
 
 class RowTally(NamedTuple):
@@ -33,7 +33,7 @@ class RowTally(NamedTuple):
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> RowTally:
-        """The tally of a row as the manifest file has it (:meth:`~hindsight_batch.rows.ManifestRow.as_json`)."""
+        """The tally of a row as the manifest file has it (:meth:`~hindsight_batch.plan.rows.ManifestRow.as_json`)."""
         from hindsight_batch.routing.models import PROMPT_INJECTION
 
         decision = row["decision"]
@@ -63,7 +63,7 @@ class ImportSummary:
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
     sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
-    # Sessions a live extension's switch covers (hindsight_batch/switches.py), left out or (import without
+    # Sessions a live extension's switch covers (hindsight_batch/extension/switches.py), left out or (import without
     # --respect-switches) reported only; and retain cursors that could not be used as they are (a fallback).
     switched_off: list[dict[str, Any]] = field(default_factory=list)
     cursor_fallbacks: list[dict[str, str]] = field(default_factory=list)

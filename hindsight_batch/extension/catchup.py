@@ -5,7 +5,7 @@ deliberately skipped (a mode, ``/hindsight:next-opt-out``) and are never sent ag
 extension writes it (pi-hindsight extensions/lifecycle/retain-cursor.ts):
 
 * ``<cwd>/.pi/hindsight/retain-cursors.json``, ``sessions`` keyed by ``stableSessionId`` (sha256 of the session
-  path as pi spells it, first 16; :func:`hindsight_batch.switches.path_hashes` gives every spelling);
+  path as pi spells it, first 16; :func:`hindsight_batch.extension.switches.path_hashes` gives every spelling);
 * version 3 (``buildCursor``): ``index``, ``tailStart``, ``messageIds``, ``fingerprints``; version 2 (migrated by
   ``migrateCursorToV3``) has no ``tailStart``; version 1 and ``legacyFingerprints`` entries hold fingerprints only.
 
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch import jsoncodec
-from hindsight_batch.fsutil import read_regular
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import read_regular
+from hindsight_batch.extension.switches import path_hashes
 from hindsight_batch.session.scan import message_entries
-from hindsight_batch.switches import path_hashes
 
 # messageFingerprint's object, in its key order (JSON.stringify leaves out a key whose value is undefined).
 _FINGERPRINT_KEYS = ("id", "role", "timestamp", "content", "toolName", "isError", "model", "stopReason")

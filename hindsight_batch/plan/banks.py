@@ -35,13 +35,13 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import open_regular_file
+from hindsight_batch.base.masking import mask
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.config.loader import ResolvedConfig
 from hindsight_batch.config.model import Settings
-from hindsight_batch.extension_records import queue_path
-from hindsight_batch.fsutil import open_regular_file
-from hindsight_batch.masking import mask
+from hindsight_batch.extension.records import queue_path
 
 GIT_TIMEOUT = 5.0
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
@@ -317,7 +317,7 @@ def recorded_banks(family: str, session_id: str, cwd: str, session_file: Path, e
     if family == HINDSIGHT_PI:
         return set().union(*(_banks_in_lines(queue_path(session_id, env, kind)) for kind in ("auto", "tool")))
     if family == PI_HINDSIGHT:  # its live document id under each spelling of the session's path (pi's own first)
-        from hindsight_batch.switches import path_hashes
+        from hindsight_batch.extension.switches import path_hashes
 
         queue = Path(cwd) / ".pi" / "hindsight" / "retain-queue.jsonl"
         return set().union(*(_banks_in_lines(queue, f"pi-session:{digest}")
@@ -381,7 +381,7 @@ class BankResolver:
             return settings.banks.project.bank_id, f"banks.project.bankId ({resolved.origin('banks.project.bankId')})"
         if settings.bank_id:
             return settings.bank_id, f"bankId ({resolved.origin('bankId')})"
-        from hindsight_batch.items import own_project_bank_id  # items (and its models) load only when needed
+        from hindsight_batch.plan.items import own_project_bank_id  # items (and its models) load only when needed
 
         return own_project_bank_id(project, cwd), ("no extension configuration found: this tool's own rule "
                                                     "pi-<project>-<sha256(cwd)[:8]>")

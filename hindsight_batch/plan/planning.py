@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch import jsoncodec
-from hindsight_batch.catchup import CatchUpVerdict
-from hindsight_batch.chunking import Chunk, chunk_nodes, joined_size
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.timestamps import parse_timestamp, utc_timestamp, valid_timestamp
 from hindsight_batch.config import Settings
-from hindsight_batch.items import (
+from hindsight_batch.extension.catchup import CatchUpVerdict
+from hindsight_batch.plan.chunking import Chunk, chunk_nodes, joined_size
+from hindsight_batch.plan.items import (
     RetainItem,
     SessionScope,
     base_tags,
@@ -28,16 +29,15 @@ from hindsight_batch.items import (
     session_context,
     session_scope,
 )
+from hindsight_batch.plan.rows import ManifestRow
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.records import EntryOutcome, RecordMaker, RecordStore
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing import RoutingStrategy, route_content, strategy_for
-from hindsight_batch.rows import ManifestRow
 from hindsight_batch.session.model import EntryNode, SessionFile, SessionHeader
 from hindsight_batch.session.names import source_name
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import branch_segments, context_view
-from hindsight_batch.timestamps import parse_timestamp, utc_timestamp, valid_timestamp
 
 
 @dataclass
@@ -182,9 +182,9 @@ def _until_seqs(path: list[EntryNode], until_stamp: str | None) -> set[int]:
 
 def _handled_seqs(path: list[EntryNode], handled: CatchUpVerdict) -> tuple[set[int], str | None]:
     """The entries at or before the live extension's retain cursor on the active path (the entry its fingerprints
-    found, :mod:`hindsight_batch.catchup`); or, with a time (``handled_until``), up to the last entry stamped no
-    later than it. A cursor entry that is not on the active path falls back to the time, else to nothing handled,
-    and says so (the note)."""
+    found, :mod:`hindsight_batch.extension.catchup`); or, with a time (``handled_until``), up to the last entry
+    stamped no later than it. A cursor entry that is not on the active path falls back to the time, else to nothing
+    handled, and says so (the note)."""
     if handled.handled_id is None:
         return _until_seqs(path, handled.handled_until), None
     positions = [i for i, node in enumerate(path) if node.id == handled.handled_id]

@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import read_regular
 from hindsight_batch.config.families import home_of
-from hindsight_batch.fsutil import read_regular
 from hindsight_batch.session.scan import message_entries
 
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch import jsoncodec
-from hindsight_batch.fsutil import open_regular_file, read_regular
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import open_regular_file, read_regular
 from hindsight_batch.session.discovery import default_session_root
 from hindsight_batch.session.names import node_path
 
@@ -346,26 +346,3 @@ def hpi_session(session_file: Path) -> HpiSession | None:
         return None  # planning reads the file and reports the failure
     return HpiSession(messages, frozenset(off), tuple(used))
 
-
-def switched_row(run_id: str, source_file: str, session_id: str, switched: Switched) -> dict[str, Any]:
-    """The one manifest row of a session a switch keeps out whole: its id and the reason, nothing of its text (no
-    entry ids, no fingerprints), in the shape of every other row (status ``switched-off``, a ``skip`` decision
-    with no bank) and with the switch under ``switch``."""
-    from hindsight_batch.routing.models import MemoryRouteDecision
-    from hindsight_batch.rows import ManifestRow
-
-    decision = MemoryRouteDecision(
-        route="skip", confidence=1.0, signals=[], matched_signals=[], reason=f"switched off: {switched.reason}",
-        mode="explicit-only", writes=[], targets=[], safety_notes=[], project_mission="", global_mission="",
-        strategy="switches",
-    )
-    row = ManifestRow(
-        run_id=run_id, source_file=source_file, session_id=session_id, leaf="", segment="main", chunk_index=0,
-        first_entry_id="", last_entry_id="", turns=0, document_id=None, bank_role=None, bank_id=None,
-        decision=decision, tags=[], observation_scopes=None, content_sha256="", item_sha256=None, bytes=0,
-        messages_kept=0, messages_dropped={}, blocks_removed={}, redactions={}, fingerprints=[],
-        status="switched-off",
-    )
-    data = row.as_json()
-    data["switch"] = switched.as_json()
-    return data

@@ -2,7 +2,7 @@
 
 Version 1 (no ``schema_version`` in ``meta``) kept each manifest row as one JSON string (column ``row``), a
 ``parsed_offset`` column nobody read in ``sources``, and two columns of ``documents`` added by ``ALTER TABLE``.
-Version 2 has one column per manifest field (:mod:`hindsight_batch.sinks.manifest_table`), each source's SHA-256,
+Version 2 has one column per manifest field (:mod:`hindsight_batch.ledger.manifest_table`), each source's SHA-256,
 and ``run_sources``: what each dry run saw of each source it planned or reused (size, mtime, SHA-256, settings hash,
 and the run whose manifest rows hold its plan), which ``import --apply --from-run`` checks before sending.
 Version 3 keeps each source's session header (``sources.header``), so that a re-run does not open an unchanged file.
@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from hindsight_batch import jsoncodec
-from hindsight_batch.sinks import manifest_table
-from hindsight_batch.sinks.engine import duckdb
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.ledger import manifest_table
+from hindsight_batch.ledger.engine import duckdb
 
 SCHEMA_VERSION = 3
 

@@ -8,11 +8,12 @@ or the file's name, ``store_method:import``), pi-hindsight's own import document
 of the path). ``--live-retained`` says what then happens:
 
 * ``after`` (default): only what the server does not hold is imported. A document whose text says which entries it
-  holds is matched by content (hindsight_batch/extension_records.py): hindsight-pi's session document (one prepared
+  holds is matched by content (hindsight_batch/extension/records.py): hindsight-pi's session document (one prepared
   message per line), its backfills and pi-hindsight's imports (the entry ids they list); so a turn a later flush
   replaced away is imported again. The others (pi-hindsight's live document, a text that cannot be read so) are
-  placed by pi-hindsight's retain cursor (hindsight_batch/catchup.py), else up to the last entry on the active path
-  whose timestamp is not later than the newest ``updated_at`` the server holds for them (the last live retain).
+  placed by pi-hindsight's retain cursor (hindsight_batch/extension/catchup.py), else up to the last entry on the
+  active path whose timestamp is not later than the newest ``updated_at`` the server holds for them (the last live
+  retain).
 * ``skip``: a session with any live retain is not imported at all.
 * ``include``: no check; everything is imported (live retains may then be doubled).
 
@@ -29,15 +30,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
+from hindsight_batch.base.masking import mask
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT
 from hindsight_batch.errors import ServerError
-from hindsight_batch.extension_records import backfill_ids, live_text_records, match_records
-from hindsight_batch.masking import mask
-from hindsight_batch.switches import path_hashes
+from hindsight_batch.extension.catchup import CatchUpVerdict, cursor_verdict
+from hindsight_batch.extension.records import backfill_ids, live_text_records, match_records
+from hindsight_batch.extension.switches import path_hashes
 
 if TYPE_CHECKING:  # httpx is loaded only when the server is asked (not with --live-retained include)
-    from hindsight_batch.rows import LiveNote
+    from hindsight_batch.plan.rows import LiveNote
     from hindsight_batch.sinks.hindsight import HindsightClient
 
 LIVE_MODES = ("after", "skip", "include")
@@ -129,7 +130,7 @@ class LiveCheck:
         """The live extension's documents for this session: hindsight-pi's live retains (``store_method:auto`` or
         ``tool``) and its backfills (``store_method:import`` under another id than this tool's ``pi-import:``:
         ``/hindsight:parse-and-upsert-session`` under the session id, ``/hindsight:upsert-historical-sessions``
-        under the file's name, tagged ``session:<that name>``; hindsight_batch/extension_records.py), and
+        under the file's name, tagged ``session:<that name>``; hindsight_batch/extension/records.py), and
         pi-hindsight's live document ``pi-session:<hash>``."""
         if self._client is None and self._factory is not None:
             made = self._factory()
@@ -160,7 +161,7 @@ class LiveCheck:
 
     def _by_content(self, bank_id: str, session_id: str, stem: str, session_file: Path,
                     docs: list[dict[str, Any]]) -> tuple[frozenset[str], int, list[dict[str, Any]]]:
-        """What hindsight-pi's documents hold, read from their text (hindsight_batch/extension_records.py): the
+        """What hindsight-pi's documents hold, read from their text (hindsight_batch/extension/records.py): the
         entry ids a backfill lists, and the entries its live retains hold (each line a prepared message, matched by
         role and text). Returns those ids, how many retained messages match no entry, and the documents whose text
         cannot be read that way (no text kept, another shape): those are placed by time instead (fail closed)."""

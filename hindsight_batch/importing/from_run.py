@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hindsight_batch.base.fsutil import open_regular
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import open_regular
 from hindsight_batch.session.names import source_name, source_path
 
 if TYPE_CHECKING:
-    from hindsight_batch.sinks.ledger import Ledger, ReviewedItem, ReviewedSource
+    from hindsight_batch.ledger import Ledger, ReviewedItem, ReviewedSource
 
 _READ = 1 << 20
 MAX_LISTED = 50

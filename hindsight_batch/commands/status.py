@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.masking import mask
+from hindsight_batch.base.masking import mask
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -27,12 +27,12 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
                  server: bool = False) -> dict[str, Any]:
     """The ``status --json`` document for a session in ``cwd`` (default: here). With ``server`` the server is
     asked (3 s) and a refusal or no answer raises (exit 4)."""
-    from hindsight_batch.banks import BankResolver, Unreproducible, project_name, user_bank_clash
-    from hindsight_batch.client import server_status
     from hindsight_batch.config import ConfigResolver
+    from hindsight_batch.extension.switches import project_switch
+    from hindsight_batch.ledger.state import ledger_totals
+    from hindsight_batch.plan.banks import BankResolver, Unreproducible, project_name, user_bank_clash
     from hindsight_batch.queue.discovery import queue_depths
-    from hindsight_batch.state import ledger_totals
-    from hindsight_batch.switches import project_switch
+    from hindsight_batch.sinks.client import server_status
 
     folder = str((cwd or Path.cwd()).resolve())
     resolver = ConfigResolver(config_file=config_file)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hindsight_batch.sinks import manifest_table
-from hindsight_batch.sinks.engine import duckdb
+from hindsight_batch.ledger import manifest_table
+from hindsight_batch.ledger.engine import duckdb
 
 _FETCH = 1000  # result rows converted at a time
 _SOURCES = 10_000  # sources one statement reads the rows of

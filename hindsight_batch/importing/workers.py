@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
-from hindsight_batch.catchup import CatchUpVerdict
 from hindsight_batch.config import Settings
 from hindsight_batch.errors import HindsightBatchError
-from hindsight_batch.planning import SessionPlan, plan_session
+from hindsight_batch.extension.catchup import CatchUpVerdict
+from hindsight_batch.importing.from_run import file_sha256
+from hindsight_batch.plan.planning import SessionPlan, plan_session
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.stagetimes import StageTimes
-from hindsight_batch.reviewed import file_sha256
 from hindsight_batch.session.model import SessionHeader
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight_batch.ledger import DocumentRow, Ledger
 from hindsight_batch.sinks.hindsight import HindsightClient
-from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 
 ID_PREFIX = "pi-import:"
 _OPEN = {"pending", "processing"}

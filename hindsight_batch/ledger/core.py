@@ -4,7 +4,7 @@ It makes re-runs cheap (an unchanged source is not parsed again), uploads resuma
 operation id), and ``report`` possible; plain SQL over the file works too (one column per manifest field). One
 writer at a time: the ledger holds an exclusive lock file for as long as it is open, and a second run gets
 :class:`BusyError` (exit 75) at once. Opening a ledger made by an older version migrates it
-(:mod:`hindsight_batch.sinks.ledger_schema`); one made by a newer version is refused.
+(:mod:`hindsight_batch.ledger.schema`); one made by a newer version is refused.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
+from hindsight_batch.base.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.errors import BusyError, UsageError, out_of_room
-from hindsight_batch.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
+from hindsight_batch.ledger import manifest_table
+from hindsight_batch.ledger import schema as ledger_schema
+from hindsight_batch.ledger.engine import duckdb
+from hindsight_batch.ledger.latest_rows import LatestRows
 from hindsight_batch.redaction.messages import failure_reason
-from hindsight_batch.sinks import ledger_schema, manifest_table
-from hindsight_batch.sinks.engine import duckdb
-from hindsight_batch.sinks.latest_rows import LatestRows
 
 if TYPE_CHECKING:
-    from hindsight_batch.rows import ManifestRow, SourceRecord
+    from hindsight_batch.plan.rows import ManifestRow, SourceRecord
 
 _BATCH = 400
 _COLUMN_BATCH = 5000
@@ -607,7 +608,7 @@ class Ledger:
             found = [manifest_table.from_columns(values) for values in self.db.execute(
                 f"SELECT {manifest_table.select_list()} FROM manifest WHERE run_id = ? AND source_file = ? "
                 "ORDER BY rowid", [run_id, source_file]).fetchall()]
-        from hindsight_batch.rows import current_form  # loads routing's models: only when rows are reused
+        from hindsight_batch.plan.rows import current_form  # loads routing's models: only when rows are reused
 
         return [current_form(data) for data in found]
 

@@ -12,9 +12,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # routing is loaded when a row is made or read back, not by whoever only names a row
+    from hindsight_batch.extension.switches import Switched
     from hindsight_batch.routing.models import MemoryRouteDecision
 
-# What the live-retained check says about the session (hindsight_batch/live.py ``LiveDecision.as_json``).
+# What the live-retained check says about the session (hindsight_batch/importing/live.py ``LiveDecision.as_json``).
 LiveNote = dict[str, str | list[str]]
 
 
@@ -126,3 +127,26 @@ class SourceRecord(NamedTuple):
     run_id: str
     sha256: str | None = None  # of the bytes read (import --apply --from-run checks it)
     header: str | None = None  # the session header (session.model.header_text): a re-run need not open the file
+
+
+def switched_row(run_id: str, source_file: str, session_id: str, switched: Switched) -> dict[str, Any]:
+    """The one manifest row of a session a switch keeps out whole: its id and the reason, nothing of its text (no
+    entry ids, no fingerprints), in the shape of every other row (status ``switched-off``, a ``skip`` decision
+    with no bank) and with the switch under ``switch``."""
+    from hindsight_batch.routing.models import MemoryRouteDecision
+
+    decision = MemoryRouteDecision(
+        route="skip", confidence=1.0, signals=[], matched_signals=[], reason=f"switched off: {switched.reason}",
+        mode="explicit-only", writes=[], targets=[], safety_notes=[], project_mission="", global_mission="",
+        strategy="switches",
+    )
+    row = ManifestRow(
+        run_id=run_id, source_file=source_file, session_id=session_id, leaf="", segment="main", chunk_index=0,
+        first_entry_id="", last_entry_id="", turns=0, document_id=None, bank_role=None, bank_id=None,
+        decision=decision, tags=[], observation_scopes=None, content_sha256="", item_sha256=None, bytes=0,
+        messages_kept=0, messages_dropped={}, blocks_removed={}, redactions={}, fingerprints=[],
+        status="switched-off",
+    )
+    data = row.as_json()
+    data["switch"] = switched.as_json()
+    return data

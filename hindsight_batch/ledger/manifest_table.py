@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from hindsight_batch import jsoncodec
-from hindsight_batch.timestamps import naive_utc
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.timestamps import naive_utc
 
 # (name, DuckDB type) in table order: the manifest row contract, then ``annotations``.
 COLUMNS: tuple[tuple[str, str], ...] = (

@@ -1,12 +1,7 @@
-"""How an import walks its files: the cyclic garbage collector paused while they are read, and the progress bar
-(a byte count that moves within a large file). Worker processes (``--jobs``) are in :mod:`hindsight_batch.workers`.
-"""
+"""The import's progress bar: a byte count that moves within a large file (tqdm's, or none with ``-q``)."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -27,22 +22,6 @@ class ProgressBar(Protocol):
 
     def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
         """Text after the bar (the upload counts)."""
-
-
-@contextlib.contextmanager
-def collections_between_files() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while files are read, collecting between files instead.
-
-    Reading allocates millions of short-lived containers, freed by reference counting; the collector, woken every
-    700 of them, kept re-scanning the entry index of a large session for cycles it does not hold: about a tenth of
-    an import's time (``scripts/bench.py``). The few cycles a file may leave are collected after it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Moved:

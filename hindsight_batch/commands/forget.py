@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.sinks.hindsight import HindsightClient
-from hindsight_batch.sinks.ledger import Ledger
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """The import pipeline: session files in, planned retain items and manifest rows out.
 
-``Importer`` wires the collaborators together: the session files (filters, :mod:`hindsight_batch.duplicates`,
-catch-up and live checks, an unchanged source reused from the ledger), planning
-(:func:`hindsight_batch.planning.plan_session`, here or in worker processes: :mod:`hindsight_batch.scheduling`,
-:mod:`hindsight_batch.workers`), the sinks (manifest, ledger and, with ``--apply``, the upload) and the summary
-(:mod:`hindsight_batch.accounting`).
+``Importer`` wires the collaborators together: the session files (filters,
+:mod:`hindsight_batch.importing.duplicates`, catch-up and live checks, an unchanged source reused from the ledger),
+planning (:func:`hindsight_batch.plan.planning.plan_session`, here or in worker processes:
+:mod:`hindsight_batch.importing.progress`, :mod:`hindsight_batch.importing.workers`), the sinks (manifest, ledger
+and, with ``--apply``, the upload) and the summary (:mod:`hindsight_batch.importing.accounting`).
 """
 
 from __future__ import annotations
@@ -24,36 +24,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hindsight_batch import __version__
-from hindsight_batch.accounting import Accounting, ImportSummary, RowTally
-from hindsight_batch.banks import BankResolver, moved, project_name, with_project_bank
-from hindsight_batch.catchup import CatchUpVerdict, cursor_verdict
 from hindsight_batch.config import ConfigResolver, Settings
-from hindsight_batch.duplicates import SessionOwners
 from hindsight_batch.errors import HindsightBatchError, Terminated, interrupt_behind
-from hindsight_batch.extension_records import queued_ids
-from hindsight_batch.parallelism import auto_jobs
+from hindsight_batch.extension.catchup import CatchUpVerdict, cursor_verdict
+from hindsight_batch.extension.records import queued_ids
+from hindsight_batch.extension.switches import LuxusSession, Switched, hpi_session, luxus_session, project_switch
+from hindsight_batch.importing.accounting import Accounting, ImportSummary, RowTally
+from hindsight_batch.importing.duplicates import SessionOwners
+from hindsight_batch.importing.from_run import RE_PLAN, Reviewed, file_sha256
+from hindsight_batch.importing.gc_pause import collections_between_files
+from hindsight_batch.importing.parallelism import auto_jobs
+from hindsight_batch.importing.progress import Moved, ProgressBar, file_size, progress_bar
+from hindsight_batch.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState, manifest_table
+from hindsight_batch.plan.banks import BankResolver, moved, project_name, with_project_bank
+from hindsight_batch.plan.rows import SourceRecord, switched_row
 from hindsight_batch.retention.stagetimes import StageTimes
-from hindsight_batch.reviewed import RE_PLAN, Reviewed, file_sha256
-from hindsight_batch.rows import SourceRecord
-from hindsight_batch.scheduling import Moved, ProgressBar, collections_between_files, file_size, progress_bar
 from hindsight_batch.session.names import source_name
-from hindsight_batch.sinks import manifest_table
-from hindsight_batch.sinks.ledger import SETTLED, DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_line, encode_lines
-from hindsight_batch.switches import LuxusSession, Switched, hpi_session, luxus_session, project_switch, switched_row
 
 # What reads, plans and sends is imported when there is a file to plan: an import with nothing new to read (an
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
 if TYPE_CHECKING:
-    from hindsight_batch.banks import BankChoice
     from hindsight_batch.config import ResolvedConfig
-    from hindsight_batch.live import LiveCheck
-    from hindsight_batch.planning import SessionPlan
+    from hindsight_batch.importing.live import LiveCheck
+    from hindsight_batch.importing.workers import PlanOutcome, PlanTask
+    from hindsight_batch.plan.banks import BankChoice
+    from hindsight_batch.plan.planning import SessionPlan
+    from hindsight_batch.plan.rows import LiveNote, ManifestRow
     from hindsight_batch.redaction.redactor import Redactor
-    from hindsight_batch.rows import LiveNote, ManifestRow
     from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.upload import Uploader
-    from hindsight_batch.workers import PlanOutcome, PlanTask
 
 __all__ = ["ImportOptions", "ImportSummary", "Importer", "new_run_id", "settings_hash"]
 
@@ -72,11 +72,11 @@ class ImportOptions:
     catch_up: bool = False
     max_seconds: float | None = None
     jobs: int | Literal["auto"] = 1  # session files planned at once, in worker processes when more than one
-    live: LiveCheck | None = None  # the live-retained check (hindsight_batch/live.py); None: not asked
-    reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (reviewed.py)
-    # What the user told the live extension (hindsight_batch/switches.py): None means on for catch-up (automatic
-    # retain), off for an import (a deliberate operation: seed 001's mode matrix allows import in every mode), which
-    # still reports every session a switch covers.
+    live: LiveCheck | None = None  # the live-retained check (hindsight_batch/importing/live.py); None: not asked
+    reviewed: Reviewed | None = None  # --apply --from-run: send exactly what this dry run planned (from_run.py)
+    # What the user told the live extension (hindsight_batch/extension/switches.py): None means on for catch-up
+    # (automatic retain), off for an import (a deliberate operation: seed 001's mode matrix allows import in every
+    # mode), which still reports every session a switch covers.
     respect_switches: bool | None = None
 
     @property
@@ -138,7 +138,7 @@ Applied = dict[tuple[str, str], tuple[str, str]]  # (bank, document) -> (item ha
 
 
 if TYPE_CHECKING:
-    from hindsight_batch.planning import plan_session
+    from hindsight_batch.plan.planning import plan_session
     from hindsight_batch.session.model import header_from_text, header_text
     from hindsight_batch.session.reader import peek_header
 else:  # loaded on first use (see the imports above); mypy checks calls against the real signatures
@@ -163,7 +163,7 @@ else:  # loaded on first use (see the imports above); mypy checks calls against 
 
     def plan_session(*args, **kwargs):
         """The planner."""
-        from hindsight_batch.planning import plan_session as plan
+        from hindsight_batch.plan.planning import plan_session as plan
 
         return plan(*args, **kwargs)
 
@@ -205,7 +205,7 @@ class Importer:
         self.redactors: dict[tuple[str, ...], Redactor] = {}
         self._key = ledger.fingerprint_key()
         self._shaped: dict[tuple[int, str, tuple[str, ...]], tuple[object, Settings, str]] = {}
-        self._project_switches: dict[str, Switched | None] = {}  # per cwd (hindsight_batch/switches.py)
+        self._project_switches: dict[str, Switched | None] = {}  # per cwd (hindsight_batch/extension/switches.py)
         self._meta_folders: dict[str, bool] = {}  # per cwd: whether pi-hindsight keeps session meta there
 
     def _redactor(self, settings: Settings) -> Redactor:
@@ -337,7 +337,7 @@ class Importer:
         if first is None:  # nothing new to plan (a catch-up re-run): neither the workers nor the planner load
             self.summary.jobs = 1  # (no worker process started: the summary does not claim any)
             return
-        from hindsight_batch.workers import PlanTask, run_in_workers
+        from hindsight_batch.importing.workers import PlanTask, run_in_workers
 
         def task_for(job: _Job) -> PlanTask:
             return PlanTask(job.path, job.header, job.settings, self._key, self.summary.run_id,
@@ -493,7 +493,7 @@ class Importer:
                 annotations["cursor"] = cursor.note
         counted()
         live_note: LiveNote | None = None
-        if live is not None:  # asked only for a source that is read again (hindsight_batch/live.py)
+        if live is not None:  # asked only for a source that is read again (hindsight_batch/importing/live.py)
             decision = live.decide(settings.banks.project.bank_id or "", resolved.family, header.id, path, header.cwd)
             summary.live_retained[decision.decision] += 1
             summary.live_unchecked = summary.live_unchecked or live.problem
@@ -522,7 +522,7 @@ class Importer:
     def _queued(self, key: str, header: SessionHeader, path: Path, handled: CatchUpVerdict | None,
                 annotations: dict[str, Any]) -> CatchUpVerdict | None:
         """hindsight-pi's records still queued for this session (its last flush failed): ``flush`` sends them, so
-        their entries are left out here (hindsight_batch/extension_records.py), and the queue is named."""
+        their entries are left out here (hindsight_batch/extension/records.py), and the queue is named."""
         queued = queued_ids(path, header.id, self.resolver.env)
         if queued is None or not (queued.ids or queued.unplaced):
             return handled

@@ -7,8 +7,8 @@ from collections import Counter
 from typing import Any
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.ledger import Ledger, ManifestCounts
 from hindsight_batch.routing.strategy import reason_without_mode
-from hindsight_batch.sinks.ledger import Ledger, ManifestCounts
 
 
 def skipped_by_reason(counts: ManifestCounts) -> dict[str, int]:

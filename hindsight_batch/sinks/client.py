@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hindsight_batch.masking import mask
+from hindsight_batch.base.masking import mask
 
 if TYPE_CHECKING:
     from hindsight_batch.config.model import Settings

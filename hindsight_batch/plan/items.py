@@ -77,7 +77,7 @@ def own_project_bank_id(project: str, cwd: str) -> str:
 
 
 def project_bank_id(scope: SessionScope, settings: Settings) -> str:
-    """The project bank in the settings (the import puts the one :mod:`hindsight_batch.banks` chose there), else
+    """The project bank in the settings (the import puts the one :mod:`hindsight_batch.plan.banks` chose there), else
     this tool's own."""
     if settings.banks.project.bank_id:
         return settings.banks.project.bank_id
