@@ -62,7 +62,7 @@ def test_each_implementation_has_every_member_of_its_protocol_and_takes_its_argu
         params = list(inspect.signature(wanted).parameters.values())[1:]  # without self
         positional: list[object] = [object() for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         keywords = {p.name: object() for p in params if p.kind is p.KEYWORD_ONLY}
-        given = getattr(implementation, name)
-        if inspect.isclass(implementation) and inspect.isfunction(inspect.getattr_static(implementation, name)):
-            positional.insert(0, object())  # a plain method, read off the class: it takes self too
-        inspect.signature(given).bind(*positional, **keywords)  # raises TypeError when they do not fit
+        given = inspect.signature(getattr(implementation, name))
+        if next(iter(given.parameters), None) == "self":
+            positional.insert(0, object())  # a method read off the class (pure or compiled): it takes self too
+        given.bind(*positional, **keywords)  # raises TypeError when they do not fit
