@@ -32,7 +32,7 @@ from setuptools.command.build_py import build_py
 
 # Reading, retention, redaction, chunking, planning and routing: the per-entry, per-chunk and per-word loops.
 COMPILED = [
-    "hindsight_batch/jsoncodec.py",
+    "hindsight_batch/base/jsoncodec.py",
     "hindsight_batch/session/model.py",
     "hindsight_batch/session/jsonl.py",
     "hindsight_batch/session/reader.py",
@@ -44,9 +44,9 @@ COMPILED = [
     "hindsight_batch/redaction/redactor.py",
     "hindsight_batch/redaction/rules.py",
     "hindsight_batch/redaction/values.py",
-    "hindsight_batch/textscan.py",
-    "hindsight_batch/chunking.py",
-    "hindsight_batch/planning.py",
+    "hindsight_batch/base/textscan.py",
+    "hindsight_batch/plan/chunking.py",
+    "hindsight_batch/plan/planning.py",
     "hindsight_batch/routing/signals.py",
     "hindsight_batch/routing/strategy.py",
     "hindsight_batch/routing/provenance.py",

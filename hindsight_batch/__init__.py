@@ -59,13 +59,13 @@ if TYPE_CHECKING:
         verify_documents,
         write_review_page,
     )
+    from hindsight_batch.commands.forget import ForgetReport
+    from hindsight_batch.commands.verify import VerifyReport
     from hindsight_batch.config import Settings
     from hindsight_batch.errors import BusyError, ConfigError, HindsightBatchError, ServerError, UsageError
-    from hindsight_batch.forget import ForgetReport
     from hindsight_batch.prune import PruneRefused, PruneResult, prune_file, restore
     from hindsight_batch.queue.flush import FlushReport
     from hindsight_batch.routing.models import MemoryRouteDecision
-    from hindsight_batch.verify import VerifyReport
 
 # Public name -> the module that defines it, imported on first use (PEP 562).
 _LAZY = {
@@ -75,11 +75,11 @@ _LAZY = {
     "Settings": "hindsight_batch.config",
     **dict.fromkeys(("BusyError", "ConfigError", "HindsightBatchError", "ServerError", "UsageError"),
                     "hindsight_batch.errors"),
-    "ForgetReport": "hindsight_batch.forget",
+    "ForgetReport": "hindsight_batch.commands.forget",
     **dict.fromkeys(("PruneRefused", "PruneResult", "prune_file", "restore"), "hindsight_batch.prune"),
     "FlushReport": "hindsight_batch.queue.flush",
     "MemoryRouteDecision": "hindsight_batch.routing.models",
-    "VerifyReport": "hindsight_batch.verify",
+    "VerifyReport": "hindsight_batch.commands.verify",
 }
 
 __all__ = [

@@ -18,14 +18,14 @@ from hindsight_batch.errors import UsageError
 from hindsight_batch.session.discovery import find_session_files
 
 if TYPE_CHECKING:
+    from hindsight_batch.commands.forget import ForgetReport
+    from hindsight_batch.commands.verify import VerifyReport
     from hindsight_batch.config.model import Settings
-    from hindsight_batch.forget import ForgetReport
+    from hindsight_batch.ledger import Ledger
     from hindsight_batch.prune import PruneResult
     from hindsight_batch.queue.flush import FlushReport
     from hindsight_batch.routing.models import MemoryRouteDecision
     from hindsight_batch.sinks.hindsight import HindsightClient
-    from hindsight_batch.sinks.ledger import Ledger
-    from hindsight_batch.verify import VerifyReport
 
 LiveRetained = Literal["after", "skip", "include"]
 
@@ -111,13 +111,13 @@ class ImportResult:
 def run_import(options: ImportOptions) -> ImportResult:
     """Plan retain items from Pi session files, write the manifest and the ledger, and with ``apply`` upload
     them. Raises :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
-    from hindsight_batch.client import client_for
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.importer import Importer
-    from hindsight_batch.importer import ImportOptions as PipelineOptions
-    from hindsight_batch.live import LiveCheck, unreachable
+    from hindsight_batch.importing.importer import Importer
+    from hindsight_batch.importing.importer import ImportOptions as PipelineOptions
+    from hindsight_batch.importing.live import LiveCheck, unreachable
+    from hindsight_batch.ledger.state import open_ledger
+    from hindsight_batch.sinks.client import client_for
     from hindsight_batch.sinks.manifest import ManifestWriter
-    from hindsight_batch.state import open_ledger
 
     if options.wait and not options.apply:
         raise UsageError("--wait goes with --apply")
@@ -152,7 +152,7 @@ def run_import(options: ImportOptions) -> ImportResult:
     try:
         with open_ledger(options.state_dir) as ledger, contextlib.closing(live):
             if options.from_run is not None:
-                from hindsight_batch.reviewed import load_reviewed, select_files
+                from hindsight_batch.importing.from_run import load_reviewed, select_files
 
                 reviewed = load_reviewed(ledger, options.from_run)  # an unknown run: exit 2, before any request
                 files = select_files(reviewed, files, [Path(path).resolve() for path in options.paths])
@@ -192,7 +192,7 @@ def run_import(options: ImportOptions) -> ImportResult:
 def delete_stale(ledger: Ledger, client: HindsightClient, apply: bool) -> StaleDocuments:
     """The server's documents of planned sessions that the plan no longer has; deleted (and marked
     ``stale-deleted`` in the ledger) with ``apply``."""
-    from hindsight_batch.verify import stale_documents
+    from hindsight_batch.commands.verify import stale_documents
 
     found = stale_documents(ledger, client)
     deleted = 0
@@ -209,11 +209,11 @@ def flush_queues(paths: Sequence[Path] = (), *, dry_run: bool = False, max_jobs:
     """Drain retain queues to the server: ``paths`` (queue files, queue folders or project folders) or, when
     empty, every queue :func:`~hindsight_batch.queue.discovery.default_queue_roots` finds. ``dry_run`` checks
     and counts without network or writes. One report per queue file."""
-    from hindsight_batch.client import client_for
     from hindsight_batch.queue.discovery import default_queue_roots
     from hindsight_batch.queue.flush import QueueFlusher
     from hindsight_batch.queue.store import queue_files
     from hindsight_batch.redaction.redactor import Redactor
+    from hindsight_batch.sinks.client import client_for
 
     settings = load_settings(config_file)
     files = list(queue_files(list(paths) or default_queue_roots()))
@@ -244,8 +244,8 @@ def prune_paths(paths: Sequence[Path] = (), *, confirm: bool = False, custom_typ
 
 def ledger_report(run_id: str | None = None, *, state_dir: Path | None = None) -> dict[str, Any]:
     """The ``report --json`` document: recent runs and, for ``run_id`` (default: the latest), its counts."""
-    from hindsight_batch.report import build_report
-    from hindsight_batch.state import open_ledger
+    from hindsight_batch.commands.report import build_report
+    from hindsight_batch.ledger.state import open_ledger
 
     with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return build_report(ledger, run_id)
@@ -255,9 +255,9 @@ def verify_documents(bank: str | None = None, *, state_dir: Path | None = None,
                      config_file: Path | None = None) -> VerifyReport:
     """Compare the server's documents with every document the ledger planned (see ``verify``); missing and
     mismatched ones are marked so that the next applied import sends them again."""
-    from hindsight_batch.client import client_for
-    from hindsight_batch.state import open_ledger
-    from hindsight_batch.verify import verify
+    from hindsight_batch.commands.verify import verify
+    from hindsight_batch.ledger.state import open_ledger
+    from hindsight_batch.sinks.client import client_for
 
     settings = load_settings(config_file)
     with open_ledger(state_dir, runs_needed=True) as ledger, client_for(settings) as client:
@@ -269,10 +269,10 @@ def forget_applied_run(run_id: str, *, confirm: bool = False, force: bool = Fals
            config_file: Path | None = None) -> ForgetReport:
     """Undo an applied run: its documents on the server, deleted with ``confirm`` (shared ones only with
     ``force``). The forget itself is recorded in the ledger as a run."""
-    from hindsight_batch.client import client_for
-    from hindsight_batch.forget import forget_run
-    from hindsight_batch.importer import new_run_id
-    from hindsight_batch.state import open_ledger
+    from hindsight_batch.commands.forget import forget_run
+    from hindsight_batch.importing.importer import new_run_id
+    from hindsight_batch.ledger.state import open_ledger
+    from hindsight_batch.sinks.client import client_for
 
     settings = load_settings(config_file)
     with open_ledger(state_dir) as ledger, client_for(settings) as client:
@@ -289,9 +289,9 @@ def preview_route(text: str, *, context: str | None = None, cwd: Path | None = N
                   role: str = "user") -> MemoryRouteDecision:
     """How ``import`` would route ``text`` for a session in ``cwd`` (default: here): the same operation, no
     writes. ``text`` is a chunk's projected records, or one message of ``role`` (default the user's)."""
-    from hindsight_batch.banks import BankResolver, Unreproducible, with_project_bank
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.items import base_tags, project_bank_id, session_scope
+    from hindsight_batch.plan.banks import BankResolver, Unreproducible, with_project_bank
+    from hindsight_batch.plan.items import base_tags, project_bank_id, session_scope
     from hindsight_batch.routing import route_text
     from hindsight_batch.session.model import SessionHeader
 
@@ -313,8 +313,8 @@ def write_review_page(run_id: str | None = None, output: Path | None = None, *,
                       state_dir: Path | None = None) -> Path:
     """Write the review page of ``run_id`` (default: the latest run that planned chunks) to ``output`` (default
     ``review-<run>.html`` in the current folder), mode 0600; returns its path (see :mod:`hindsight_batch.review`)."""
+    from hindsight_batch.ledger.state import open_ledger
     from hindsight_batch.review import write_review
-    from hindsight_batch.state import open_ledger
 
     with open_ledger(state_dir, runs_needed=True, reading=True) as ledger:
         return write_review(ledger.db, output, run_id)

@@ -8,16 +8,17 @@ The pipeline in order (a session file's way through ``import``; ``flush`` starts
 * retain: ``retention/projection.py`` and ``retention/memory_filter.py`` (what a record keeps, S1),
   ``retention/records.py`` (the visitor: projects, then hands records to redaction in batches);
 * redact: ``redaction/`` (S3);
-* chunk: ``chunking.py``;
+* chunk: ``plan/chunking.py``;
 * route: ``routing/`` (a :class:`RoutingStrategy`, the decision and its ``skip_reason``);
-* plan: ``planning.py``, ``items.py`` (retain items), ``rows.py`` (the typed ``ManifestRow``);
-* sinks: ``sinks/manifest.py``, ``sinks/ledger.py`` (:class:`ManifestSink`), ``sinks/upload.py`` with
+* plan: ``plan/planning.py``, ``plan/items.py`` (retain items), ``plan/rows.py`` (the typed ``ManifestRow``);
+* sinks: ``sinks/manifest.py``, ``ledger/`` (:class:`ManifestSink`), ``sinks/upload.py`` with
   ``sinks/hindsight.py`` (:class:`DocumentSink`);
-* wiring: ``importer.py`` with ``accounting.py``, ``duplicates.py``, ``scheduling.py``, ``workers.py``;
-  ``queue/flush.py`` for the queues.
+* wiring: ``importing/importer.py`` with ``importing/accounting.py``, ``importing/duplicates.py``,
+  ``importing/progress.py``, ``importing/workers.py``; ``queue/flush.py`` for the queues.
 
-The concrete classes and modules are checked against these protocols at the end of this module (by mypy; nothing
-runs at import time).
+The folders' order is declared once, in ``scripts/module_graph.py``'s ``STAGES``. This module imports the stages'
+types only to name them (no stage depends on it at run time); tests/test_interfaces.py checks the concrete classes
+and modules against these protocols (mypy reads it too).
 """
 
 from __future__ import annotations
@@ -26,16 +27,24 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hindsight_batch.routing.strategy import RoutingStrategy
-
 if TYPE_CHECKING:
+    from hindsight_batch.ledger import DocumentRow
+    from hindsight_batch.plan.rows import ManifestRow
     from hindsight_batch.queue.store import QueueContents
-    from hindsight_batch.rows import ManifestRow
+    from hindsight_batch.routing.strategy import RoutingStrategy
     from hindsight_batch.session.model import EntryNode
-    from hindsight_batch.sinks.ledger import DocumentRow
     from hindsight_batch.sinks.upload import UploadStats
 
 __all__ = ["DocumentSink", "EntryVisitor", "ManifestSink", "QueueSource", "RoutingStrategy", "SessionSource"]
+
+
+def __getattr__(name: str) -> Any:
+    """``RoutingStrategy`` is routing's own protocol, named here with the others but loaded only when asked for."""
+    if name == "RoutingStrategy":
+        from hindsight_batch.routing.strategy import RoutingStrategy
+
+        return RoutingStrategy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SessionSource(Protocol):
@@ -107,23 +116,3 @@ class DocumentSink(Protocol):
         """Wait up to ``timeout`` seconds for the server's asynchronous operations; how many are still open."""
         ...
 
-
-if TYPE_CHECKING:  # what implements which protocol, checked by mypy
-
-    def _conformance() -> None:
-        from hindsight_batch.queue import store
-        from hindsight_batch.retention.records import RecordMaker
-        from hindsight_batch.routing.strategy import DryRunOnly, ProjectGlobalDefault
-        from hindsight_batch.session import discovery
-        from hindsight_batch.session.reader import EntryCallback
-        from hindsight_batch.sinks.ledger import Ledger
-        from hindsight_batch.sinks.manifest import ManifestWriter
-        from hindsight_batch.sinks.upload import Uploader
-
-        sessions: SessionSource = discovery
-        queues: QueueSource = store
-        visitors: list[type[EntryVisitor]] = [RecordMaker, EntryCallback]
-        manifest_sinks: list[type[ManifestSink]] = [ManifestWriter, Ledger]
-        document_sink: type[DocumentSink] = Uploader
-        strategies: list[type[RoutingStrategy]] = [ProjectGlobalDefault, DryRunOnly]
-        del sessions, queues, visitors, manifest_sinks, document_sink, strategies

@@ -34,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hindsight_batch import jsoncodec  # noqa: E402
+from hindsight_batch.base import jsoncodec  # noqa: E402
 from hindsight_batch.redaction.redactor import Findings, Redactor  # noqa: E402
 from hindsight_batch.redaction.rules import RULES  # noqa: E402
 from tests.adversarial import adversarial_inputs, near_misses  # noqa: E402

@@ -490,9 +490,9 @@ def prune_check(path: Path) -> tuple[str, str | None]:
 def worker() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     sys.path.insert(0, str(REPO))
-    from hindsight_batch import jsoncodec
+    from hindsight_batch.base import jsoncodec
     from hindsight_batch.config import Settings
-    from hindsight_batch.planning import plan_session
+    from hindsight_batch.plan.planning import plan_session
     from hindsight_batch.redaction.redactor import Redactor
     from hindsight_batch.retention.records import StageTimes
     from hindsight_batch.session.reader import peek_header
@@ -651,8 +651,10 @@ class SmallDisk:
 FAKE_ENOSPC = r"""
 import errno, os, random, sys
 import duckdb
-from hindsight_batch import cli, fsutil
-from hindsight_batch.sinks import ledger_schema, manifest
+from hindsight_batch import cli
+from hindsight_batch.base import fsutil
+from hindsight_batch.sinks import manifest
+from hindsight_batch.ledger import schema as ledger_schema
 rng = random.Random(int(sys.argv[1]))
 def failing(real, make):
     def wrapped(*args, **kwargs):

@@ -4,13 +4,14 @@
     python scripts/module_graph.py                    # the working tree
     python scripts/module_graph.py --ref a0cbc58      # the tree at a git commit (read with git, no checkout)
     python scripts/module_graph.py --format dot | dot -Tsvg > graph.svg
+    python scripts/module_graph.py --check            # exit 1 on a cycle, a layering violation or a stray module
 
 Every ``import`` counts, also one inside a function; one only under ``if TYPE_CHECKING:`` is marked ``(type)``.
 The summary gives the modules, edges, largest modules, import cycles (of imports that run: a type-only import
 makes none) and layering violations: a module importing one of a later stage (the pipeline reads, shapes and
-plans; sinks write; orchestration runs it; the CLI prints), planning importing a sink, say. A module's stage is
-that of the first part of its dotted name found in STAGES;
-modules of no known stage are listed, so the table can follow the layout.
+plans; sinks write; the commands run it; the CLI prints), planning importing a sink, say. A module's stage is that
+of its folder (the first part of its dotted name) in STAGES; modules of no known stage, and STAGES entries the
+package lacks, are listed. ``--check`` prints only the problems and exits 1 if there is any (tests run it).
 """
 
 from __future__ import annotations
@@ -24,21 +25,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Stages in pipeline order; importing a module of a later stage is a layering violation.
-STAGES: list[tuple[str, set[str]]] = [
-    ("base", {"errors", "jsoncodec", "textscan", "masking", "fsutil", "config", "poll", "polling", "types",
-              "settings", "timestamps"}),
-    ("read", {"session", "sources", "catchup"}),  # catchup reads session modes and retain cursors
-    ("shape", {"retention", "redaction"}),
-    ("plan", {"chunking", "items", "planning", "routing", "banks", "pipeline", "rows"}),  # rows: what planning makes
-    ("sinks", {"sinks", "queue", "client", "state"}),
-    ("orchestration", {"importer", "live", "workers", "report", "verify", "forget", "prune", "review",
-                       "library", "api", "status", "accounting", "duplicates", "scheduling", "reviewed"}),
-    ("cli", {"cli", "__main__"}),
+# The stages in pipeline order, each the package's folders (or top-level modules) it is made of: a module's stage
+# is that of the first part of its dotted name, so a new module takes its folder's stage. Importing a module of a
+# later stage is a layering violation. This table is the one place the order is declared; tests/test_module_graph.py
+# fails when a module sits in no stage or the table names what the package lacks.
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("errors", "base", "config")),  # used by every stage, using none
+    ("read", ("session",)),  # session files in, entries out
+    ("extension", ("extension",)),  # what the live extensions recorded: switches, retain cursors, records
+    ("shape", ("retention", "redaction")),  # entries in, kept and redacted text out
+    ("route", ("routing",)),  # text in, a route decision out
+    ("plan", ("plan",)),  # a session in, chunks, items and manifest rows out
+    ("sinks", ("sinks", "ledger", "queue")),  # rows and items in, the manifest, the ledger and the server written
+    ("run", ("importing", "prune", "review", "commands")),  # the commands' work, wiring the stages
+    ("api", ("api",)),  # the library's entry points
+    ("cli", ("cli", "__main__")),  # the command line: parses, calls the api, prints
 ]
 # Outside the stages: the package's own __init__ (its version and public API), which everyone may import, and the
 # seams' protocols, which name every stage's types.
-EXEMPT = {"__init__", "interfaces", "protocols"}
+EXEMPT = {"__init__", "interfaces"}
 _RANK = {part: (rank, name) for rank, (name, parts) in enumerate(STAGES) for part in parts}
 
 
@@ -153,12 +158,21 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
 
 
 def stage(name: str) -> tuple[int, str] | None:
+    """The rank and name of the module's stage: that of its top-level folder or module; None if exempt or none."""
     if name in EXEMPT:
         return None
-    for part in name.split("."):
-        if part in _RANK:
-            return _RANK[part]
-    return None
+    return _RANK.get(name.split(".")[0])
+
+
+def unplaced(modules: dict[str, Module]) -> list[str]:
+    """Modules of no stage (and not exempt)."""
+    return sorted(n for n in modules if stage(n) is None and n not in EXEMPT)
+
+
+def missing_parts(modules: dict[str, Module]) -> list[str]:
+    """What the stage table names that the package has no folder or module of."""
+    present = {n.split(".")[0] for n in modules}
+    return sorted(part for part in _RANK if part not in present)
 
 
 def violations(modules: dict[str, Module]) -> list[tuple[str, str, str, str, bool]]:
@@ -186,10 +200,23 @@ def text(modules: dict[str, Module], package: str, label: str, top: int) -> str:
     bad = violations(modules)
     out.append(f"layering violations (a module importing a later stage): {len(bad)}")
     out += [f"  {m} [{s}] -> {t} [{ts}]{' (type only)' if typed else ''}" for m, s, t, ts, typed in bad]
-    unplaced = sorted(n for n in modules if stage(n) is None and n not in EXEMPT)
-    if unplaced:
-        out.append(f"modules of no known stage (add them to STAGES): {', '.join(unplaced)}")
+    lost = unplaced(modules)
+    if lost:
+        out.append(f"modules of no known stage (add them to STAGES): {', '.join(lost)}")
+    absent = missing_parts(modules)
+    if absent:
+        out.append(f"STAGES names what the package lacks: {', '.join(absent)}")
     return "\n".join(out)
+
+
+def problems(modules: dict[str, Module]) -> list[str]:
+    """What ``--check`` fails on: import cycles, layering violations (type-only too), modules of no stage and
+    stage entries of no module."""
+    return ([f"import cycle: {' <-> '.join(c)}" for c in cycles(modules)]
+            + [f"layering violation: {m} [{s}] -> {t} [{ts}]{' (type only)' if typed else ''}"
+               for m, s, t, ts, typed in violations(modules)]
+            + [f"no stage: {n}" for n in unplaced(modules)]
+            + [f"STAGES names a missing folder or module: {p}" for p in missing_parts(modules)])
 
 
 def _named(module: Module) -> list[str]:
@@ -218,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
     parser.add_argument("--package", default="hindsight_batch")
     parser.add_argument("--top", type=int, default=8, help="how many of the largest modules to name")
+    parser.add_argument("--check", action="store_true",
+                        help="print nothing but the problems; exit 1 if there is any (cycle, layering violation, "
+                             "module of no stage, stage entry of no module)")
     args = parser.parse_args(argv)
     try:
         sources = read_tree(args.root, args.package, args.ref)
@@ -228,6 +258,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"module_graph: no {args.package}/*.py under {args.root}", file=sys.stderr)
         return 2
     modules = build_graph(sources, args.package)
+    if args.check:
+        found = problems(modules)
+        print("\n".join(found) if found else f"{args.package}: {len(modules)} modules, every one in its stage, "
+              "no cycle, no layering violation")
+        return 1 if found else 0
     try:
         print(text(modules, args.package, args.ref or "working tree", args.top) if args.format == "text"
               else dot(modules, args.package))

@@ -5,7 +5,7 @@ Shared by ``tests/test_redaction.py`` (it must finish) and ``scripts/bench_redac
 
 from __future__ import annotations
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.redaction.redactor import Findings, Redactor
 
 

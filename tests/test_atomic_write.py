@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from hindsight_batch import fsutil, prune
+from hindsight_batch import prune
+from hindsight_batch.base import fsutil
 from hindsight_batch.queue.store import append_lines, rewrite_queue
 from tests.conftest import SessionBuilder
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.banks import BankResolver, Git, Unreproducible, sanitize
 from hindsight_batch.config import ConfigResolver
+from hindsight_batch.plan.banks import BankResolver, Git, Unreproducible, sanitize
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.server import Server
 
@@ -318,7 +318,7 @@ def test_pi_session_strategy_uses_the_bank_a_persisted_recall_names(runner: CliR
 
 def test_pi_hindsight_queue_job_for_another_bank_skips_the_session(runner: CliRunner, tmp_path: Path,
                                                                    isolated_home: Path) -> None:
-    from hindsight_batch.switches import path_hashes
+    from hindsight_batch.extension.switches import path_hashes
 
     write_json(isolated_home / ".pi" / "agent" / "hindsight.json", {"banks": {"project": {"derive": "cwd"}}})
     work = tmp_path / "w"

@@ -60,9 +60,9 @@ def test_a_dry_run_with_nothing_to_read_loads_neither_the_pipeline_nor_httpx(tmp
         "from hindsight_batch.cli import cli\n"
         f"cli.main(['import', {str(tmp_path / 'empty')!r}, '--state', {str(tmp_path / 'state')!r},"
         f" '--live-retained', 'include'{quiet_flag}], standalone_mode=False)\n"
-        "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.redaction.redactor',"
+        "heavy = ['httpx', 'tqdm', 'hindsight_batch.plan.planning', 'hindsight_batch.redaction.redactor',"
         " 'hindsight_batch.session.reader', 'hindsight_batch.session.model', 'hindsight_batch.routing',"
-        " 'hindsight_batch.items', 'duckdb']\n"
+        " 'hindsight_batch.plan.items', 'duckdb']\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     (tmp_path / "empty").mkdir()
@@ -85,8 +85,8 @@ def test_a_re_run_over_unchanged_sessions_loads_neither_the_planner_nor_the_work
         f"    cli.main(['import', *{args!r}, '-q'], standalone_mode=False)\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ['httpx', 'tqdm', 'hindsight_batch.planning', 'hindsight_batch.workers', 'concurrent.futures.process',"
-        " 'hindsight_batch.redaction.redactor', 'hindsight_batch.routing.strategy']\n"
+        "heavy = ['httpx', 'tqdm', 'hindsight_batch.plan.planning', 'hindsight_batch.importing.workers',"
+        " 'concurrent.futures.process', 'hindsight_batch.redaction.redactor', 'hindsight_batch.routing.strategy']\n"
         "print(json.dumps(sorted(m for m in heavy if m in sys.modules)))\n"
     )
     first = invoke(CliRunner(), "import", *args, "--json")
@@ -142,7 +142,7 @@ import gc, sys
 import hindsight_batch.api as api
 from hindsight_batch.errors import UsageError
 def probe(*args, **kwargs):
-    print("during", gc.isenabled(), gc.get_freeze_count() > 0, "hindsight_batch.importer" in sys.modules)
+    print("during", gc.isenabled(), gc.get_freeze_count() > 0, "hindsight_batch.importing.importer" in sys.modules)
     raise UsageError("stop here")
 api.run_import = api.ledger_report = probe
 from hindsight_batch.__main__ import main

@@ -219,7 +219,7 @@ def test_catch_up_sends_only_the_changed_tail_window(
 def test_a_fingerprint_is_the_one_javascript_makes() -> None:
     """retain-cursor.ts messageFingerprint, made by Node, equals ours for text JSON.stringify writes its own way
     (non-ASCII, U+2028, control characters, quotes, backslashes, astral characters, fractions, null, booleans)."""
-    from hindsight_batch.catchup import fingerprint
+    from hindsight_batch.extension.catchup import fingerprint
 
     messages = [
         {"role": "user", "content": [{"type": "text", "text": 'é ü \u2028 \x01\x1f "q" \\ 😀 <tag> </script>'}],

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch.chunking import chunk_nodes
 from hindsight_batch.config import Settings
-from hindsight_batch.planning import SessionPlan, plan_session
+from hindsight_batch.plan.chunking import chunk_nodes
+from hindsight_batch.plan.planning import SessionPlan, plan_session
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.records import EntryOutcome
 from hindsight_batch.retention.stagetimes import StageTimes
@@ -80,9 +80,9 @@ def test_a_chunks_times_are_its_first_and_last_valid_timestamps_whatever_lies_be
     five entries gives what converting every entry gives (planning reads each end only up to its first stamp)."""
     import itertools
 
-    from hindsight_batch.chunking import Chunk
-    from hindsight_batch.planning import _chunk_times
-    from hindsight_batch.timestamps import utc_timestamp
+    from hindsight_batch.base.timestamps import utc_timestamp
+    from hindsight_batch.plan.chunking import Chunk
+    from hindsight_batch.plan.planning import _chunk_times
 
     kinds: list[str | None] = [None, "not a time", "1970-01-01T00:00:00Z", "2026-05-01T10:00:0{}+02:00",
                                "2026-05-01T08:00:0{}Z"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.sinks.ledger import Ledger
+from hindsight_batch.ledger import Ledger
 from tests.conftest import SessionBuilder, invoke
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import banks, catchup, switches
-from hindsight_batch.switches import path_hashes
+from hindsight_batch.extension import catchup, switches
+from hindsight_batch.extension.switches import path_hashes
+from hindsight_batch.plan import banks
 
 GOOD_QUEUE_LINE = b'{"bankId":"found-bank","documentId":"doc-1","item":{"content":"x"}}'
 GOOD_RECALL_LINE = (b'{"type":"custom_message","customType":"hindsight-recall","content":"m",'

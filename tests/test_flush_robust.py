@@ -2,7 +2,7 @@
 idempotently across a kill, and leaves the extension's queue file as it found it (mode, owner).
 
 The server is an ``httpx.MockTransport`` standing in for Hindsight's retain API (``test_flush.py`` drives the
-real server); the CLI gets it through ``hindsight_batch.client.client_for``, an interpreted seam.
+real server); the CLI gets it through ``hindsight_batch.sinks.client.client_for``, an interpreted seam.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import client as client_module
 from hindsight_batch.config.model import Upload
 from hindsight_batch.queue import flush as flush_module
 from hindsight_batch.queue.flush import QueueFlusher
 from hindsight_batch.queue.store import read_queue
 from hindsight_batch.redaction.redactor import Redactor
+from hindsight_batch.sinks import client as client_module
 from hindsight_batch.sinks.hindsight import HindsightClient
 from tests.conftest import invoke
 

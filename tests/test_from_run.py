@@ -89,8 +89,8 @@ def test_each_item_sent_is_a_memory_item_of_the_servers_spec_and_the_one_its_row
     """What reaches the server is a ``MemoryItem`` of its OpenAPI spec, in replace mode, with the session's
     timestamp, and each is exactly the item its manifest row hashed (``item_sha256``, what ``--from-run`` and a
     re-run compare): planning makes it without validation, so nothing else checks its shape."""
-    from hindsight_batch.items import RetainItem
-    from hindsight_batch.planning import item_sha256
+    from hindsight_batch.plan.items import RetainItem
+    from hindsight_batch.plan.planning import item_sha256
 
     spec = json.loads((REAL_SAMPLES.parents[1] / "design" / "hindsight-openapi-1.1.0.json").read_text())
     memory_item = set(spec["components"]["schemas"]["MemoryItem"]["properties"])
@@ -113,7 +113,7 @@ def test_each_item_sent_is_a_memory_item_of_the_servers_spec_and_the_one_its_row
 def test_an_item_without_a_timestamp_or_scopes_leaves_both_keys_out() -> None:
     """A chunk with no valid timestamp, under settings without observation scopes: the request's item has neither
     key (the server's own defaults apply), and holds every other value as planned, copied."""
-    from hindsight_batch.items import RetainItem
+    from hindsight_batch.plan.items import RetainItem
 
     tags, metadata = ["project:x"], {"session_id": "s1"}
     item = RetainItem(content="c", context="ctx", timestamp=None, document_id="d", tags=tags,

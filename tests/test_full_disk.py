@@ -20,7 +20,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.sinks import ledger_schema
+from hindsight_batch.ledger import schema as ledger_schema
 from tests.conftest import SessionBuilder, invoke
 from tests.test_prune import tree
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.sinks.ledger import Ledger
+from hindsight_batch.ledger import Ledger
 from tests.conftest import (
     MAIN_SAMPLE,
     REAL_SAMPLES,
@@ -349,7 +349,7 @@ def test_router_mode_is_announced_in_the_summary(runner: CliRunner, tmp_path: Pa
 
 def test_both_items_name_each_other_in_metadata(tmp_path: Path) -> None:
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.planning import plan_session
+    from hindsight_batch.plan.planning import plan_session
     from hindsight_batch.redaction.redactor import Redactor
     from hindsight_batch.retention.stagetimes import StageTimes
     from hindsight_batch.session.reader import peek_header

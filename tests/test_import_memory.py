@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from hindsight_batch import ImportOptions, run_import
-from hindsight_batch.sinks import ledger
+from hindsight_batch.ledger import manifest as ledger
 from tests.conftest import SessionBuilder, read_manifest
 
 

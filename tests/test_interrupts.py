@@ -29,7 +29,9 @@ pytestmark = pytest.mark.timeout(300)
 DRIVER = r"""
 import sys, time
 from pathlib import Path
-from hindsight_batch import cli, importer, workers
+from hindsight_batch import cli
+from hindsight_batch.importing import importer
+from hindsight_batch.importing import workers
 
 marker = Path(sys.argv[1])
 planned = marker.with_name("planned")
@@ -222,7 +224,7 @@ def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block(other_t
     """What keeps a SIGTERM from landing between making a temporary file and renaming it (queue rewrites, the
     manifest): the signal is delivered, but only once the block is over. Also while another thread runs (a
     progress bar's monitor): the kernel may hand a signal sent to the process to that thread instead."""
-    from hindsight_batch.fsutil import signals_deferred
+    from hindsight_batch.base.fsutil import signals_deferred
 
     seen: list[str] = []
     stop = threading.Event()
@@ -243,7 +245,8 @@ def test_a_signal_inside_signals_deferred_waits_for_the_end_of_the_block(other_t
 
 QUERY_DRIVER = r"""
 import os, signal, sys, threading
-from hindsight_batch import cli, importer
+from hindsight_batch import cli
+from hindsight_batch.importing import importer
 
 sig = getattr(signal, sys.argv[1])
 original = importer.Importer._finish

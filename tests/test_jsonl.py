@@ -117,7 +117,7 @@ def test_line_offsets_point_at_line_starts() -> None:
 
 def test_the_json_codec_reads_and_writes_what_orjson_refuses() -> None:
     """orjson is only a speed-up: what it refuses goes to the standard library, with the same result."""
-    from hindsight_batch import jsoncodec
+    from hindsight_batch.base import jsoncodec
 
     assert jsoncodec.loads(b'{"a":1,"s":"\\ud83d"}') == {"a": 1, "s": "\ud83d"}
     assert math.isnan(jsoncodec.loads(b'{"n":NaN}')["n"])
@@ -131,7 +131,7 @@ def test_the_json_codecs_output_holds_no_more_memory_than_its_bytes() -> None:
     of 8,800 chunks."""
     import tracemalloc
 
-    from hindsight_batch import jsoncodec
+    from hindsight_batch.base import jsoncodec
 
     rows = [{"source_file": "/s/a.jsonl", "content": "word " * (size // 5)} for size in (10, 300, 1900, 5000, 40_000)]
     tracemalloc.start()

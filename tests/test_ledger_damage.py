@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch.sinks import manifest_table
+from hindsight_batch.ledger import manifest_table
 from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 
 

@@ -15,10 +15,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.ledger import Ledger, LedgerPathError
+from hindsight_batch.ledger.schema import SCHEMA_VERSION
+from hindsight_batch.plan.rows import ManifestRow
 from hindsight_batch.routing.strategy import reason_without_mode
-from hindsight_batch.rows import ManifestRow
-from hindsight_batch.sinks.ledger import Ledger, LedgerPathError
-from hindsight_batch.sinks.ledger_schema import SCHEMA_VERSION
 from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 from tests.fake_hindsight import FakeState, fake_hindsight
 
@@ -289,7 +289,7 @@ def test_reuse_reads_each_unchanged_files_rows_in_one_pass(
 ) -> None:
     """Seven files, one of them changed and one new, their rows read two at a time, three sources a statement:
     every unchanged file gets its own rows back, in the order written."""
-    from hindsight_batch.sinks import latest_rows
+    from hindsight_batch.ledger import latest_rows
 
     monkeypatch.setattr(latest_rows, "_FETCH", 2)
     monkeypatch.setattr(latest_rows, "_SOURCES", 3)
@@ -332,8 +332,8 @@ def test_latest_rows_out_of_the_expected_order_are_looked_up_alone(
     """The one pass follows the order the import said it would ask in (in one statement, or in several: the rows
     one statement sorts are bounded); a source asked for out of that order, one not expected, or asked for under
     another run still gets its rows (looked up alone), and nothing is skipped that is asked for later in order."""
-    from hindsight_batch.rows import SourceRecord
-    from hindsight_batch.sinks import latest_rows
+    from hindsight_batch.ledger import latest_rows
+    from hindsight_batch.plan.rows import SourceRecord
 
     monkeypatch.setattr(latest_rows, "_SOURCES", per_statement)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.extension.switches import path_hashes
 from hindsight_batch.sinks.hindsight import HindsightClient
-from hindsight_batch.switches import path_hashes
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.extension_shapes import luxus_cursor, needs_node
 from tests.server import Server
@@ -156,8 +156,8 @@ def test_a_dry_run_without_a_server_does_not_load_the_http_client(tmp_path: Path
 
 
 def test_a_live_cut_off_joins_catch_up_cursor_rules() -> None:
-    from hindsight_batch.catchup import CatchUpVerdict
-    from hindsight_batch.live import LiveDecision
+    from hindsight_batch.extension.catchup import CatchUpVerdict
+    from hindsight_batch.importing.live import LiveDecision
 
     after = LiveDecision("after", ("s",), "2026-06-01T00:00:00Z")
     assert after.handled(None) == CatchUpVerdict(True, handled_until="2026-06-01T00:00:00Z")

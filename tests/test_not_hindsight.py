@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.errors import EXIT_SERVER
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.sinks import hindsight
 from hindsight_batch.sinks.hindsight import BadAnswer, HindsightClient
-from hindsight_batch.sinks.ledger import Ledger
 from tests.conftest import invoke, serving, small_sessions
 from tests.fake_hindsight import FakeState, fake_hindsight
 

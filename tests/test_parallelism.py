@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import parallelism
-from hindsight_batch.parallelism import AUTO_MAX_JOBS, AUTO_MIN_BYTES, auto_jobs, usable_cpus
+from hindsight_batch.importing import parallelism
+from hindsight_batch.importing.parallelism import AUTO_MAX_JOBS, AUTO_MIN_BYTES, auto_jobs, usable_cpus
 from tests.conftest import invoke, read_manifest, small_sessions
 
 AFFINITY = len(os.sched_getaffinity(0))

@@ -6,7 +6,7 @@ import random
 
 import httpx
 
-from hindsight_batch.polling import Backoff, poll
+from hindsight_batch.base.polling import Backoff, poll
 from hindsight_batch.sinks.hindsight import HindsightClient
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import fsutil
-from hindsight_batch.masking import mask, remember_secret
+from hindsight_batch.base import fsutil
+from hindsight_batch.base.masking import mask, remember_secret
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.sinks.hindsight import HindsightClient, UnreachableError
-from hindsight_batch.sinks.ledger import Ledger
 from tests.conftest import MAIN_SAMPLE, SAMPLES, invoke, serving
 
 PASSWORD = "hunter2-Pw-9f3a"

@@ -25,7 +25,7 @@ def _import_showing_progress(tmp_path: Path, kill: str = "", failed: int = 0, **
     probe = (
         "import json, os, sys\n"
         "from pathlib import Path\n"
-        "from hindsight_batch import workers\n"
+        "from hindsight_batch.importing import workers\n"
         "from hindsight_batch.api import ImportOptions, run_import\n"
         "plan = workers.plan_session\n"
         "def planned(path, *args, **kwargs):\n"

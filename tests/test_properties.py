@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.textscan import lower
 from hindsight_batch.config import Settings
 from hindsight_batch.redaction.redactor import Redactor
 from hindsight_batch.retention.memory_filter import MEMORY_MARKERS, excise_memory
@@ -23,7 +24,6 @@ from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.routing.signals import separated
 from hindsight_batch.session.reader import read_session
 from hindsight_batch.session.tree import active_path, branch_segments, context_view
-from hindsight_batch.textscan import lower
 
 BOUNDED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FIELDS = ["type", "id", "parentId", "timestamp", "message", "role", "content", "customType", "toolName",

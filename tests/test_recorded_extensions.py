@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch import prune
-from hindsight_batch.extension_records import backfill_ids, live_text_records
-from hindsight_batch.switches import path_hashes
+from hindsight_batch.extension.records import backfill_ids, live_text_records
+from hindsight_batch.extension.switches import path_hashes
 from tests.conftest import invoke, read_manifest
 from tests.extension_shapes import luxus_cursor, luxus_meta, needs_node
 from tests.server import Server

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import importer
-from hindsight_batch.rows import SourceRecord
+from hindsight_batch.importing import importer
+from hindsight_batch.ledger import Ledger
+from hindsight_batch.ledger.schema import SCHEMA_VERSION
+from hindsight_batch.plan.rows import SourceRecord
 from hindsight_batch.session.model import SessionHeader, header_from_text, header_text
-from hindsight_batch.sinks.ledger import Ledger
-from hindsight_batch.sinks.ledger_schema import SCHEMA_VERSION
 from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 
 

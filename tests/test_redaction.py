@@ -16,11 +16,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.redaction.rules import RULES, SECRET_KEY_NAME
 from hindsight_batch.sinks import hindsight
-from hindsight_batch.sinks.ledger import Ledger
 from tests.adversarial import DENSE_FAMILIES, adversarial_inputs, dense_family, near_misses, through_import
 from tests.conftest import REAL_SAMPLES, SessionBuilder, invoke, read_manifest
 from tests.fixtures.secrets.generate import SERVICE_TOKENS, negatives, samples, survives, surviving

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.redaction.values import is_placeholder
 

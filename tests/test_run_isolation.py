@@ -20,10 +20,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import importer, workers
 from hindsight_batch.errors import EXIT_CONFIG, EXIT_INTERNAL, ConfigError
-from hindsight_batch.rows import ManifestRow
-from hindsight_batch.sinks import ledger as ledger_module
+from hindsight_batch.importing import importer, workers
+from hindsight_batch.ledger import core as ledger_module
+from hindsight_batch.plan.rows import ManifestRow
 from tests.conftest import REPO, SessionBuilder, invoke, read_manifest
 
 SECRET = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"

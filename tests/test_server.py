@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.sinks.hindsight import HindsightClient
-from hindsight_batch.sinks.ledger import Ledger
 from tests.conftest import REAL_SAMPLES, SAMPLES, SessionBuilder, invoke, read_manifest
 from tests.server import Server
 from tests.test_import_cli import routed_session

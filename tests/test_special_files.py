@@ -100,7 +100,7 @@ def test_flush_fails_a_queue_that_is_a_special_file_and_flushes_the_rest(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, which: str
 ) -> None:
     """A FIFO among the queue files (or where a queue's side file belongs) blocked flush for ever."""
-    from hindsight_batch import client as client_module
+    from hindsight_batch.sinks import client as client_module
     from tests.test_flush_robust import FakeServer, job, write_lines
 
     fake = FakeServer()
@@ -152,7 +152,7 @@ def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
 ) -> None:
     """Catch-up reads the session file again for hindsight-pi's switches and pi-hindsight's cursor after its header:
     a FIFO swapped in by then blocked the run for ever, holding the ledger lock."""
-    from hindsight_batch import importer
+    from hindsight_batch.importing import importer
 
     folder = tmp_path / "sessions"
     paths = []

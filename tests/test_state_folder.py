@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.sinks.ledger import Ledger
+from hindsight_batch.ledger import Ledger
 from tests.conftest import invoke, small_sessions
 
 COMMANDS = [["report"], ["report", "--json"], ["verify"], ["review"]]

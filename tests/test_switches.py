@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch.switches import path_hashes
+from hindsight_batch.extension.switches import path_hashes
 from tests.conftest import SessionBuilder, invoke, read_manifest
 from tests.extension_shapes import hpi_meta
 

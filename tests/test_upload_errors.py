@@ -12,8 +12,8 @@ import pytest
 
 from hindsight_batch.config.model import Upload
 from hindsight_batch.errors import EXIT_SERVER
+from hindsight_batch.ledger import DocumentRow, Ledger
 from hindsight_batch.sinks.hindsight import AuthError, HindsightClient, RequestRejected, UnreachableError
-from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 from hindsight_batch.sinks.upload import Uploader, operation_id
 
 Handler = Callable[[httpx.Request], httpx.Response]

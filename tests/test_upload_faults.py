@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from hindsight_batch.ledger import Ledger
 from hindsight_batch.sinks import hindsight
-from hindsight_batch.sinks.ledger import Ledger
 from tests.conftest import SessionBuilder, invoke
 from tests.fake_hindsight import FakeState, fake_hindsight
 

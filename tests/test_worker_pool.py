@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hindsight_batch import importer, workers
+from hindsight_batch.importing import importer, workers
 from tests.conftest import SessionBuilder, invoke, read_manifest, small_sessions
 
 # In a fresh process, files handed out two at a time: the first pool refuses its third batch as a pool whose
@@ -23,7 +23,7 @@ PROBE = """
 import json, sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from hindsight_batch import workers
+from hindsight_batch.importing import workers
 from hindsight_batch.api import ImportOptions, run_import
 
 real_pool = workers.worker_pool
@@ -162,7 +162,7 @@ def test_the_parent_stops_handing_out_files_while_too_many_wait(
 SPAWNED = """
 import json, sys
 from pathlib import Path
-from hindsight_batch import workers
+from hindsight_batch.importing import workers
 from hindsight_batch.api import ImportOptions, run_import
 
 real, sys.platform = sys.platform, "darwin"  # as on macOS: workers are spawned (a fresh interpreter each)

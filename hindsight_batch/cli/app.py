@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from hindsight_batch import __version__, build, build_notice, stale_compiled
+from hindsight_batch.base.masking import mask
 from hindsight_batch.errors import (
     EXIT_INTERNAL,
     EXIT_ITEMS_FAILED,
@@ -28,7 +29,6 @@ from hindsight_batch.errors import (
     interrupt_behind,
     raise_for_signal,
 )
-from hindsight_batch.masking import mask
 
 # The commands import the library when they run: `--help` and `prune-recall-messages` then start without
 # loading pydantic, duckdb and httpx.

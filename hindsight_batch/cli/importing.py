@@ -145,8 +145,8 @@ def import_command(
     from hindsight_batch.api import ImportOptions, run_import
 
     # What run_import loads first thing (a list for speed only: a module missing here is simply loaded later).
-    startup_done("hindsight_batch.config", "hindsight_batch.importer", "hindsight_batch.live", "hindsight_batch.state",
-                 "hindsight_batch.client", "hindsight_batch.sinks.manifest")
+    startup_done("hindsight_batch.config", "hindsight_batch.importing.importer", "hindsight_batch.importing.live",
+                 "hindsight_batch.ledger.state", "hindsight_batch.sinks.client", "hindsight_batch.sinks.manifest")
     result = run_import(ImportOptions(
         paths=paths, manifest=manifest, include_content=include_content,
         branches=cast("Literal['current', 'all'] | None", branches),

@@ -1,5 +1,5 @@
 """``status``: the resolved configuration, the ledger's totals, the server and the queues
-(:func:`hindsight_batch.status.build_status`)."""
+(:func:`hindsight_batch.commands.status.build_status`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def status_command(cwd: Path | None, state_dir: Path | None, server: bool, confi
     Example:
       hindsight-batch status --cwd ~/src/my-project
     """
-    from hindsight_batch.status import build_status
+    from hindsight_batch.commands.status import build_status
 
     data = build_status(cwd, config_file, state_dir, server)
     if as_json:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.errors import ConfigError
 
 HINDSIGHT_PI = "hindsight-pi"
@@ -45,7 +45,7 @@ _HP_UNUSED_TOP = frozenset({"hosts", "recall_types", "recallTypes"})
 # ``host.pi`` keys that shape retention, moved to the top level where this tool reads them.
 _HP_HOST_USED = ("retainContent", "strip", "toolFilter", "constantTags", "autoRecallTags", "projectName",
                  "observationScopes")
-# ``host.pi`` keys that switch the extension's automatic retain off (hindsight_batch/switches.py).
+# ``host.pi`` keys that switch the extension's automatic retain off (hindsight_batch/extension/switches.py).
 HP_SWITCHES = frozenset({"enabled", "saveMessages"})
 # ``host.pi`` keys the extension reads (``HostConfig`` in its config.ts) and this tool does not use.
 _HP_HOST_UNUSED = frozenset({
@@ -76,8 +76,8 @@ class Translated:
     unused: list[str] = field(default_factory=list)  # keys an extension reads that this tool does not
     families: set[str] = field(default_factory=set)
     whole: set[str] = field(default_factory=set)  # dotted keys that replace, not merge (the extension's merge)
-    # The extension's own on/off switches for automatic retain (hindsight_batch/switches.py reads them): switch
-    # name → (key as written in the file, value as written).
+    # The extension's own on/off switches for automatic retain (hindsight_batch/extension/switches.py reads them):
+    # switch name → (key as written in the file, value as written).
     switches: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
 
@@ -374,7 +374,7 @@ _ENV_CSV = {"HINDSIGHT_CONSTANT_TAGS": "constantTags", "HINDSIGHT_AUTO_RECALL_TA
 _ENV_JSON = {"HINDSIGHT_RETAIN_CONTENT": "retainContent", "HINDSIGHT_STRIP": "strip",
              "HINDSIGHT_TOOL_FILTER": "toolFilter", "HINDSIGHT_OBSERVATION_SCOPES": "observationScopes"}
 
-# The variables that switch an extension's automatic retain off (read by hindsight_batch/switches.py).
+# The variables that switch an extension's automatic retain off (read by hindsight_batch/extension/switches.py).
 ENV_SWITCHES = ("HINDSIGHT_ENABLED", "HINDSIGHT_SAVE_MESSAGES", "PI_HINDSIGHT_ENABLED")
 ENV_NAMES = frozenset([*_ENV_PLAIN, *_ENV_CSV, *_ENV_JSON, "HINDSIGHT_API_KEY_REF", "PI_HINDSIGHT_PROJECT_BANK_ID",
                        "PI_HINDSIGHT_USER_BANK_ID", "PI_HINDSIGHT_GLOBAL_BANK_ID", *ENV_SWITCHES])

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import open_regular_file, read_regular
 from hindsight_batch.config.families import HINDSIGHT_PI, PI_HINDSIGHT, home_of
-from hindsight_batch.fsutil import open_regular_file, read_regular
 
 # The package and repository names (npm @walodayeet/hindsight-pi, github walodayeet/hindsight-pi; npm
 # @luxusai/pi-hindsight, github luxus/pi-hindsight). Neither name holds the other.

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.config import families
 from hindsight_batch.config.model import EXTENSION_ONLY_KEYS, Settings
 from hindsight_batch.errors import LONE_SURROGATE, ConfigError, without_surrogates
@@ -65,7 +65,7 @@ class ResolvedConfig:
     family_files: dict[str, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # per-project keys ignored (layer powers)
     # The extensions' retain switches in effect: name → (file, key as written, value); the last file wins, as in
-    # both extensions' merges (hindsight_batch/switches.py judges them).
+    # both extensions' merges (hindsight_batch/extension/switches.py judges them).
     switches: dict[str, tuple[str, str, Any]] = field(default_factory=dict)
 
     def origin(self, dotted: str) -> str:

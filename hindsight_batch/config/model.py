@@ -155,7 +155,7 @@ class Settings(_Section):
     import_: Import = Field(default_factory=lambda: Import.model_construct(), alias="import")
     routing: Routing = Field(default_factory=lambda: Routing.model_construct())
     upload: Upload = Field(default_factory=lambda: Upload.model_construct())
-    # hindsight-pi's bank keys (top level in its files; see ``hindsight_batch/banks.py``).
+    # hindsight-pi's bank keys (top level in its files; see ``hindsight_batch/plan/banks.py``).
     bank_id: str | None = None
     bank_strategy: BankStrategy | None = None
     global_bank_id: str | None = None
@@ -163,7 +163,7 @@ class Settings(_Section):
     # Whose bank rule applies when both extensions' files are found ("auto": the one whose files are found).
     extension: Literal["auto", "hindsight-pi", "pi-hindsight", "none"] = "auto"
     # Moved repositories: a session's cwd under a key is read as under its value (where the repository is now), to
-    # derive its bank and find its project configuration (``--map OLD=NEW``; hindsight_batch/banks.py).
+    # derive its bank and find its project configuration (``--map OLD=NEW``; hindsight_batch/plan/banks.py).
     path_map: dict[str, str] = Field(default_factory=lambda: {})
 
     @field_validator("base_url")

@@ -29,7 +29,7 @@ How it stays safe:
   the plan works on (a glued object may keep pointing at a removed entry; recall inside one is reported).
 * **Atomic, with a backup.** The new content goes to an unnamed temporary file in the same folder (``O_TMPFILE``,
   so a kill leaves nothing behind), is fsynced, given the original's permissions, owner and mtime (pi picks "the
-  newest session" by mtime), and renamed over the original, the folder fsynced (:func:`hindsight_batch.fsutil.
+  newest session" by mtime), and renamed over the original, the folder fsynced (:func:`hindsight_batch.base.fsutil.
   replace_file`). The original bytes stay as a hard-linked backup,
   made 0600 once it is the inode's only name (a private copy with ``--backup-dir`` on another file system, or
   when other hard links could still change the inode). A file that changed during the run, or was modified

@@ -6,7 +6,7 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-from hindsight_batch.fsutil import open_regular_file
+from hindsight_batch.base.fsutil import open_regular_file
 from hindsight_batch.prune.index import Entry, entry_of, path_to
 from hindsight_batch.prune.plan import PrunePlan, read_line_as_pi
 from hindsight_batch.prune.write import CHUNK, regions

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hindsight_batch.fsutil import open_regular_file
+from hindsight_batch.base.fsutil import open_regular_file
 from hindsight_batch.session.jsonl import (
     BIG_LINE_BYTES,
     Malformed,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.fsutil import open_regular_file
+from hindsight_batch.base.fsutil import open_regular_file
 from hindsight_batch.prune.index import DEFAULT_TYPES, Entry, index_file, path_to
 
 # _SPAN finds the bytes of the parentId value of a line that starts in pi's key order ({"type":…,"id":…,

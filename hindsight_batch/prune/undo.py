@@ -6,8 +6,8 @@ import os
 import time
 from pathlib import Path
 
+from hindsight_batch.base.fsutil import open_regular_file, replace_file
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import open_regular_file, replace_file
 from hindsight_batch.prune.write import BACKUP_MARK, PruneRefused, copy_range, temp_name
 
 

@@ -1,5 +1,5 @@
 """Writing a planned prune: the original's bytes with the edits applied, a backup of the original, and the atomic
-replacement (:func:`hindsight_batch.fsutil.replace_file`) guarded against a file that changed meanwhile."""
+replacement (:func:`hindsight_batch.base.fsutil.replace_file`) guarded against a file that changed meanwhile."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hindsight_batch.fsutil import (
+from hindsight_batch.base.fsutil import (
     PRIVATE_FILE,
     fsync_dir,
     open_private,

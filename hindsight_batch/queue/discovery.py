@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.fsutil import read_regular
+from hindsight_batch.base.fsutil import read_regular
 from hindsight_batch.session.discovery import default_session_root, find_session_files
 
 GLOBAL_QUEUES = Path("~/.hindsight/pi-queues")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hindsight_batch.base.polling import Backoff, poll
 from hindsight_batch.config.model import Upload
 from hindsight_batch.errors import BusyError, HindsightBatchError, without_surrogates
-from hindsight_batch.polling import Backoff, poll
 from hindsight_batch.queue.store import (
     MAX_RETRIES,
     Job,

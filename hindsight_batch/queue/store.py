@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import read_regular, replace_file, write_all
 from hindsight_batch.errors import BusyError, without_surrogates
-from hindsight_batch.fsutil import read_regular, replace_file, write_all
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.jsonl import replace_lone_surrogates
 
@@ -326,7 +326,7 @@ def side_file(queue: Path, kind: str) -> Path:
 
 
 def _atomic_write(path: Path, lines: list[bytes], *, private: bool) -> None:
-    """Replace ``path`` with ``lines``, atomically (:func:`~hindsight_batch.fsutil.replace_file`). ``private``:
+    """Replace ``path`` with ``lines``, atomically (:func:`~hindsight_batch.base.fsutil.replace_file`). ``private``:
     mode 0600 whatever the umask (dead letters and quarantined lines hold transcript text); otherwise the file
     keeps the mode and owner it had (the extension's queue)."""
     data = b"".join(line + b"\n" for line in lines)

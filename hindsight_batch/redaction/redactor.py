@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.textscan import anchored_matches, lower
 from hindsight_batch.redaction.rules import (
     _KEYWORDS,
     _SUFFIX_NAMES,
@@ -34,7 +35,6 @@ from hindsight_batch.redaction.rules import (
     secret_name,
 )
 from hindsight_batch.redaction.values import shannon_entropy
-from hindsight_batch.textscan import anchored_matches, lower
 
 _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "

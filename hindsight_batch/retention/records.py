@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.redaction.redactor import Findings, Redactor
 from hindsight_batch.retention.projection import Projector

@@ -17,13 +17,13 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import replace_file, write_all
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import replace_file, write_all
+from hindsight_batch.ledger.engine import duckdb
 from hindsight_batch.review.assets import SCRIPT, STYLE
 from hindsight_batch.review.query import ReviewData, load_review
 from hindsight_batch.review.svg import timeline_svg
-from hindsight_batch.sinks.engine import duckdb
 
 # Written as \uXXXX escapes (what JSON.parse reads back) so that no string can end the block or open a tag.
 _JSON_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight_batch.errors import UsageError
-from hindsight_batch.sinks.engine import duckdb
-from hindsight_batch.sinks.ledger import RUN_ROWS_FILTER
+from hindsight_batch.ledger import RUN_ROWS_FILTER
+from hindsight_batch.ledger.engine import duckdb
 
 
 def rows_view(db: duckdb.DuckDBPyConnection) -> None:

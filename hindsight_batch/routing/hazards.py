@@ -8,14 +8,15 @@
 * third-party personal data: phone numbers, national ids and e-mail addresses of people other than the user.
 * acknowledgement: a chunk that holds nothing but "ok", "thanks", "sounds good" and the like.
 
-Each pattern is tried only where one of its literal starts occurs (:func:`hindsight_batch.textscan.anchored_matches`).
+Each pattern is tried only where one of its literal starts occurs
+(:func:`hindsight_batch.base.textscan.anchored_matches`).
 """
 
 from __future__ import annotations
 
 import re
 
-from hindsight_batch.textscan import anchored_matches
+from hindsight_batch.base.textscan import anchored_matches
 
 _AI = (r"(?:ai|a\.i\.|llms?|(?:large\s+)?language\s+models?|(?:ai\s+|coding\s+)?agents?|(?:ai\s+|coding\s+)?"
        r"assistants?|models?|bots?|chatbots?|copilots?|claude|chatgpt|gpt(?:-\d\w*)?|gemini|codex|crawlers?"

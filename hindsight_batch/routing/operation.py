@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.config.model import Settings
 from hindsight_batch.errors import ConfigError
 from hindsight_batch.redaction.redactor import Findings, Redactor, markers

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.retention.memory_filter import starts_with_memory
 
 # String fields of a projected record that are structure, never text (``note``: the image placeholder).

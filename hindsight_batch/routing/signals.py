@@ -5,7 +5,7 @@ call look like "identity" and "project" in an earlier router, ``reference/pi-hin
 Matching is by words, not by one big regular expression: the text is lowercased and split into word tokens
 once, and each signal is a set of phrases indexed by their first one or two words, so a chunk looks up only the
 phrases whose start it holds. A handful of signals that need their exact characters (paths, capitals, ``PR #12``)
-use small patterns, tried only where their anchor word occurs (:mod:`hindsight_batch.textscan`). A chunk's text
+use small patterns, tried only where their anchor word occurs (:mod:`hindsight_batch.base.textscan`). A chunk's text
 is read up to ``ROUTING_SAMPLE_CHARS`` from its start and ``ROUTING_TAIL_CHARS`` from its end: enough to classify
 it, and redaction still covers every byte (secrets are found there, not here).
 """
@@ -18,8 +18,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hindsight_batch import textscan
-from hindsight_batch.textscan import anchored_matches
+from hindsight_batch.base import textscan
+from hindsight_batch.base.textscan import anchored_matches
 
 ROUTING_SAMPLE_CHARS = 24_000
 ROUTING_TAIL_CHARS = 8_000

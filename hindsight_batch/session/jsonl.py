@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import ijson
 import orjson
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 from hindsight_batch.errors import LONE_SURROGATE
 
 BLOCK_BYTES = 4 << 20  # fewer, larger reads: measurably faster than 1 MB, still small next to the RSS budget

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
 
 _Reduced = tuple[type, tuple[Any, ...]]  # what __reduce__ returns: a class and its constructor arguments
 

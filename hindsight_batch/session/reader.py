@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.fsutil import open_regular, open_regular_file
+from hindsight_batch.base.fsutil import open_regular, open_regular_file
 from hindsight_batch.session.jsonl import (
     BLOCK_BYTES,
     Malformed,

@@ -9,7 +9,7 @@ that request's items (:class:`RequestRejected`, with the server's detail). A res
 means we sent a field the server does not know: a bug in this tool, reported as :class:`RequestRejected` so the
 items are not marked done.
 The API key goes out as ``Authorization: Bearer`` only when set, and never appears in a message: messages name
-the server by its masked URL, and the key is registered with :mod:`hindsight_batch.masking`.
+the server by its masked URL, and the key is registered with :mod:`hindsight_batch.base.masking`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from urllib.parse import quote
 
 import httpx
 
-from hindsight_batch import __version__, jsoncodec
+from hindsight_batch import __version__
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.masking import mask, remember_secret
+from hindsight_batch.base.polling import Backoff
 from hindsight_batch.errors import ServerError
-from hindsight_batch.masking import mask, remember_secret
-from hindsight_batch.polling import Backoff
 
 MAX_RETRY_AFTER = 60.0
 RETRY_BACKOFF = Backoff(first=0.5, factor=2.0, cap=20.0)  # the ceiling of each jittered delay between tries

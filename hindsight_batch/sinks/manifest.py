@@ -13,10 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from hindsight_batch import jsoncodec
+from hindsight_batch.base import jsoncodec
+from hindsight_batch.base.fsutil import PRIVATE_FILE, fsync_dir, signals_deferred
 from hindsight_batch.errors import UsageError
-from hindsight_batch.fsutil import PRIVATE_FILE, fsync_dir, signals_deferred
-from hindsight_batch.rows import ManifestRow  # the row is the pipeline's (hindsight_batch.rows); kept importable here
+from hindsight_batch.plan.rows import (
+    ManifestRow,  # the row is the pipeline's (hindsight_batch.plan.rows); kept importable here
+)
 
 __all__ = ["ManifestRow", "ManifestWriter", "encode_line", "encode_lines", "encode_rows"]
 

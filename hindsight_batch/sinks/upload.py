@@ -23,12 +23,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight_batch.base.masking import mask
+from hindsight_batch.base.polling import Backoff, poll
 from hindsight_batch.config.model import Upload
-from hindsight_batch.masking import mask
-from hindsight_batch.polling import Backoff, poll
+from hindsight_batch.ledger import DocumentRow, Ledger
 from hindsight_batch.sinks import hindsight as hindsight_api
 from hindsight_batch.sinks.hindsight import HindsightClient, RequestRejected, RetainAccepted
-from hindsight_batch.sinks.ledger import DocumentRow, Ledger
 
 OPERATION_NAMESPACE = uuid.UUID("5d9c7f3e-6a51-4c0e-9f0b-8c1d2e3f4a5b")
 TERMINAL = {"completed", "failed", "cancelled", "not_found"}
