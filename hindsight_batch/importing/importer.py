@@ -55,11 +55,11 @@ if TYPE_CHECKING:
     from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.upload import Uploader
 
-__all__ = ["ImportOptions", "ImportSummary", "Importer", "new_run_id", "settings_hash"]
+__all__ = ["ImportSummary", "PipelineOptions", "Importer", "new_run_id", "settings_hash"]
 
 
 @dataclass(frozen=True)
-class ImportOptions:
+class PipelineOptions:
     manifest: Path | None = None
     include_content: bool = False
     since: datetime | None = None
@@ -175,7 +175,7 @@ class Importer:
         self,
         resolver: ConfigResolver,
         ledger: Ledger,
-        options: ImportOptions,
+        options: PipelineOptions,
         files: list[Path],
         uploader_factory: Callable[[str], Uploader] | None = None,
         manifest: ManifestWriter | None = None,
