@@ -112,8 +112,7 @@ def run_import(options: ImportOptions) -> ImportResult:
     """Plan retain items from Pi session files, write the manifest and the ledger, and with ``apply`` upload
     them. Raises :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
     from hindsight_batch.config import ConfigResolver
-    from hindsight_batch.importing.importer import Importer
-    from hindsight_batch.importing.importer import PipelineOptions
+    from hindsight_batch.importing.importer import Importer, PipelineOptions
     from hindsight_batch.importing.live import LiveCheck, unreachable
     from hindsight_batch.ledger.state import open_ledger
     from hindsight_batch.sinks.client import client_for

@@ -1,4 +1,27 @@
-"""Exceptions that end a command, each carrying the exit code of SPEC §7."""
+"""Exceptions that end a command, each carrying the exit code of SPEC §7 (README, "Exit codes").
+
+The tree, with the code the CLI exits with (tests/test_error_tree.py checks it against the classes)::
+
+    * HindsightBatchError ............ 1
+      - UsageError ................... 2
+        - LedgerPathError ............ 2   hindsight_batch.ledger
+          - DefaultStateFolderError .. 3   hindsight_batch.ledger
+          - LedgerVersionError ....... 2   hindsight_batch.ledger
+        - PruneRefused ............... 2   hindsight_batch.prune
+      - ConfigError .................. 3
+      - ServerError .................. 4
+        - AuthError .................. 4   hindsight_batch.sinks.hindsight
+        - BadAnswer .................. 4   hindsight_batch.sinks.hindsight
+        - RequestRejected ............ 4   hindsight_batch.sinks.hindsight
+        - UnreachableError ........... 4   hindsight_batch.sinks.hindsight
+      - BusyError .................... 75
+    * KeyboardInterrupt .............. 130
+    * Terminated ..................... 143
+    * BrokenPipeError ................ 141
+    * any other Exception ............ 70  (a bug)
+
+A command that ends normally exits 0, or 1 when some items or files failed (a result, not an exception).
+"""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from hindsight_batch.session.model import SessionHeader
     from hindsight_batch.sinks.upload import Uploader
 
-__all__ = ["ImportSummary", "PipelineOptions", "Importer", "new_run_id", "settings_hash"]
+__all__ = ["ImportSummary", "Importer", "PipelineOptions", "new_run_id", "settings_hash"]
 
 
 @dataclass(frozen=True)

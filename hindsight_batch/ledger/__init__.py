@@ -9,7 +9,8 @@ from hindsight_batch.ledger.core import Ledger, default_state_dir
 from hindsight_batch.ledger.documents import SETTLED
 from hindsight_batch.ledger.manifest import RUN_ROWS_FILTER
 from hindsight_batch.ledger.rows import DocumentRow, ManifestCounts, ReviewedItem, ReviewedSource, RunRow, SourceState
-from hindsight_batch.ledger.tables import LedgerPathError, LedgerVersionError
+from hindsight_batch.ledger.tables import DefaultStateFolderError, LedgerPathError, LedgerVersionError
 
-__all__ = ["RUN_ROWS_FILTER", "SETTLED", "DocumentRow", "Ledger", "LedgerPathError", "LedgerVersionError",
-           "ManifestCounts", "ReviewedItem", "ReviewedSource", "RunRow", "SourceState", "default_state_dir"]
+__all__ = ["RUN_ROWS_FILTER", "SETTLED", "DefaultStateFolderError", "DocumentRow", "Ledger", "LedgerPathError",
+           "LedgerVersionError", "ManifestCounts", "ReviewedItem", "ReviewedSource", "RunRow", "SourceState",
+           "default_state_dir"]

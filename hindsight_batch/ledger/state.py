@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hindsight_batch.errors import EXIT_CONFIG, HindsightBatchError, UsageError
+from hindsight_batch.errors import HindsightBatchError, UsageError
 
 if TYPE_CHECKING:
     from hindsight_batch.ledger import Ledger
@@ -18,7 +18,7 @@ def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: b
     $HOME. ``runs_needed`` (report, verify, review: they look at past runs): a ledger that holds none is a usage
     error too, and nothing is created (a mistyped --state made an empty ledger and an empty report). ``reading``
     (report): in a folder this process may not write to, the ledger is opened read-only."""
-    from hindsight_batch.ledger import Ledger, LedgerPathError, default_state_dir
+    from hindsight_batch.ledger import DefaultStateFolderError, Ledger, LedgerPathError, default_state_dir
 
     folder = state_dir or default_state_dir()
     no_runs = UsageError(f"no runs in ledger {folder / 'ledger.duckdb'}: nothing was imported with this state "
@@ -29,7 +29,7 @@ def open_ledger(state_dir: Path | None, *, runs_needed: bool = False, reading: b
         ledger = Ledger(folder, read_only=reading and folder.is_dir() and not os.access(folder, os.W_OK))
     except LedgerPathError as exc:
         if state_dir is None:
-            exc.exit_code = EXIT_CONFIG
+            raise DefaultStateFolderError(str(exc)) from None
         raise
     if runs_needed and not ledger.runs(1):
         ledger.close()

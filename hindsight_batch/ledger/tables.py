@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hindsight_batch.errors import UsageError, out_of_room
+from hindsight_batch.errors import EXIT_CONFIG, UsageError, out_of_room
 from hindsight_batch.ledger.engine import duckdb
 from hindsight_batch.ledger.latest_rows import LatestRows
 
@@ -19,8 +19,14 @@ def _now() -> datetime:
 
 
 class LedgerPathError(UsageError):
-    """The state folder cannot be created or written (exit 2; the CLI makes it 3 when the folder came from the
-    environment rather than ``--state``)."""
+    """The state folder named by ``--state`` cannot be created or written, or its ledger cannot be opened."""
+
+
+class DefaultStateFolderError(LedgerPathError):
+    """The default state folder (from $XDG_STATE_HOME or $HOME, no ``--state``) cannot be created or written: the
+    environment is wrong, not the command line."""
+
+    exit_code = EXIT_CONFIG
 
 
 class LedgerVersionError(LedgerPathError):

@@ -20,14 +20,16 @@ from hindsight_batch.base.fsutil import (
     replace_file,
     write_all,
 )
+from hindsight_batch.errors import UsageError
 from hindsight_batch.prune.plan import Edit, PrunePlan
 
 BACKUP_MARK = ".hindsight-prune-"
 CHUNK = 1 << 20
 
 
-class PruneRefused(Exception):
-    """The file must not be rewritten now (changed during the run, too fresh, or the check failed)."""
+class PruneRefused(UsageError):
+    """The file must not be rewritten now (changed during the run, too fresh, or the check failed). A file's refusal
+    is its result (``prune_file``); only ``--restore`` ends with it, exit 2."""
 
 
 def regions(plan: PrunePlan) -> Iterator[tuple[int, int, bytes]]:
