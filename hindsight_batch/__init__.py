@@ -5,8 +5,8 @@ The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer
 * :func:`load_settings` - the :class:`Settings` a session in a folder gets (config files, the extension's,
   environment).
 * :func:`run_import` with :class:`ImportOptions` - plan (dry run) or upload (``apply=True``) session files;
-  returns an :class:`ImportResult` (counts, the manifest path, the whole ``import --json`` document in ``data``,
-  the :class:`StaleDocuments` with ``delete_stale=True``).
+  returns an :class:`ImportResult` (the run's typed ``summary``, the manifest path, the :class:`StaleDocuments`
+  with ``delete_stale=True``; ``to_dict()`` is the whole ``import --json`` document).
 * :func:`flush_queues` - drain the live extension's retain queues; one :class:`FlushReport` per queue file.
 * :func:`prune_file`, :func:`prune_paths` - remove persisted recall messages from session files (a preview unless
   ``confirm=True``; one :class:`PruneResult` each); :func:`restore` puts a backup back (:class:`PruneRefused` when

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hindsight_batch.commands.forget import ForgetReport
     from hindsight_batch.commands.verify import VerifyReport
     from hindsight_batch.config.model import Settings
+    from hindsight_batch.importing.accounting import ImportSummary
     from hindsight_batch.ledger import Ledger
     from hindsight_batch.prune import PruneResult
     from hindsight_batch.queue.flush import FlushReport
@@ -85,27 +86,74 @@ class StaleDocuments:
 
 @dataclass(frozen=True)
 class ImportResult:
-    """How an import went. ``data`` is the whole ``import --json`` document; the fields are its headline."""
+    """How an import went: the run's :class:`~hindsight_batch.importing.accounting.ImportSummary` and what
+    :func:`run_import` did around it; :meth:`to_dict` is the ``import --json`` document."""
 
-    run_id: str
-    mode: str  # "dry-run" or "apply"
-    files: int
-    sessions: int
-    chunks: int
-    statuses: dict[str, int]
-    failed_files: int
-    upload_failed: int
+    summary: ImportSummary
     manifest: Path | None
-    stale: StaleDocuments | None
-    data: dict[str, Any] = field(repr=False)
-    refused: int = 0  # --from-run: sessions refused (changed since the review)
-    without_bank: int = 0  # sessions skipped for want of a bank (the summary's without_bank_fix says the fix)
+    stale: StaleDocuments | None = None
+    ignored_project_keys: list[str] = field(default_factory=list)  # per-project keys a project file may not set
+    earlier_runs_settled: dict[str, int] = field(default_factory=dict)  # with apply: what earlier runs left open
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id
+
+    @property
+    def mode(self) -> str:
+        """``dry-run`` or ``apply``."""
+        return self.summary.mode
+
+    @property
+    def files(self) -> int:
+        return self.summary.files
+
+    @property
+    def sessions(self) -> int:
+        return self.summary.sessions
+
+    @property
+    def chunks(self) -> int:
+        return self.summary.chunks
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """Manifest rows by status, in name order."""
+        return dict(sorted(self.summary.statuses.items()))
+
+    @property
+    def failed_files(self) -> int:
+        return len(self.summary.failed_files)
+
+    @property
+    def upload_failed(self) -> int:
+        return self.summary.upload["failed"] if self.summary.upload else 0
+
+    @property
+    def refused(self) -> int:
+        """``--from-run``: sessions refused (changed since the review)."""
+        return self.summary.from_run["refused_total"] if self.summary.from_run else 0
+
+    @property
+    def without_bank(self) -> int:
+        """Sessions skipped for want of a bank (the summary's ``without_bank_fix`` says the fix)."""
+        return len(self.summary.without_bank)
 
     @property
     def ok(self) -> bool:
         """No file failed, no item was refused, no reviewed session was refused and no session was skipped for
         want of a bank (``import`` exits 1 otherwise)."""
         return not (self.failed_files or self.upload_failed or self.refused or self.without_bank)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``import --json`` document."""
+        data = self.summary.to_dict()
+        data["ignored_project_keys"] = self.ignored_project_keys
+        if self.summary.upload is not None and self.earlier_runs_settled:
+            data["upload"] = {**self.summary.upload, "earlier_runs_settled": self.earlier_runs_settled}
+        if self.stale is not None:
+            data["stale"] = self.stale.to_dict()
+        return data
 
 
 def run_import(options: ImportOptions) -> ImportResult:
@@ -173,19 +221,7 @@ def run_import(options: ImportOptions) -> ImportResult:
                 summary = Importer(resolver, ledger, pipeline, files, manifest=writer).run()
     finally:
         writer.close(complete=False)  # a no-op after the run renamed it into place
-    data = summary.to_dict()
-    data["ignored_project_keys"] = resolver.warnings  # also printed on stderr as they were met
-    if data["upload"] is not None and reconciled:
-        data["upload"]["earlier_runs_settled"] = dict(reconciled)
-    if stale is not None:
-        data["stale"] = stale.to_dict()
-    return ImportResult(
-        run_id=data["run_id"], mode=data["mode"], files=data["files"], sessions=data["sessions"],
-        chunks=data["chunks"], statuses=dict(data["statuses"]), failed_files=data["failed_files_total"],
-        upload_failed=data["upload"]["failed"] if data["upload"] else 0, manifest=options.manifest, stale=stale,
-        data=data, refused=data["from_run"]["refused_total"] if data["from_run"] else 0,
-        without_bank=data["without_bank_total"],
-    )
+    return ImportResult(summary, options.manifest, stale, resolver.warnings, dict(reconciled or {}))
 
 
 def delete_stale(ledger: Ledger, client: HindsightClient, apply: bool) -> StaleDocuments:

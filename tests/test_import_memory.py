@@ -47,7 +47,7 @@ def test_an_import_of_many_short_messages_needs_under_a_kilobyte_an_entry(tmp_pa
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert result.ok and result.data["entries"] == 20_000 and result.chunks > 800
+    assert result.ok and result.summary.entries == 20_000 and result.chunks > 800
     assert peak / 20_000 < 980, peak / 20_000
 
 
@@ -69,7 +69,7 @@ def test_the_ledger_loads_rows_in_slices_and_keeps_each_one_once(tmp_path: Path,
     again = tmp_path / "again.jsonl"
     reused = run_import(ImportOptions(paths=[sessions], manifest=again, state_dir=tmp_path / "state",
                                       live_retained="include"))
-    assert reused.data["unchanged_files"] == 1
+    assert reused.summary.unchanged_files == 1
 
     def without_run(lines: list[dict[str, object]]) -> list[str]:
         return [json.dumps({k: v for k, v in row.items() if k != "run_id"}, sort_keys=True) for row in lines]

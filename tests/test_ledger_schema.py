@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from hindsight_batch.ledger import Ledger, LedgerPathError
 from hindsight_batch.ledger.schema import SCHEMA_VERSION
-from hindsight_batch.plan.rows import ManifestRow
+from hindsight_batch.plan.rows import ManifestRow, ManifestRowJson
 from hindsight_batch.routing.strategy import reason_without_mode
 from tests.conftest import SessionBuilder, invoke, read_manifest, without_run_id
 from tests.fake_hindsight import FakeState, fake_hindsight
@@ -251,6 +251,9 @@ def test_manifest_rows_round_trip_through_their_columns(tmp_path: Path) -> None:
         assert ledger.latest_rows("/a.jsonl", "r2") == [r.as_json() for r in rows[4:]]
         assert list(ledger.latest_rows("/a.jsonl", "r2")[1]["messages_dropped"]) == ["z", "a"]
         assert ledger.latest_rows("/c.jsonl", "r1") == []
+        # The typed form names exactly the keys these rows (each optional one set in some row) come back with.
+        keys = set(ManifestRowJson.__required_keys__) | set(ManifestRowJson.__optional_keys__)
+        assert {key for r in rows for key in r.as_json()} == keys
         typed = ledger.db.execute("SELECT started_at, ended_at, project, skip_reason, redactions, tags, bytes "
                                   "FROM manifest WHERE chunk_index = 1").fetchone()
     assert typed is not None

@@ -37,12 +37,12 @@ def test_run_import_plans_the_samples_and_writes_the_manifest(tmp_path: Path) ->
     assert result.chunks == len(rows) > 0 and result.statuses == {"planned": len(rows)}
     assert {row["status"] for row in rows} == {"planned"}
     assert all(row["source_file"].startswith(str(sessions)) for row in rows)
-    assert result.data["manifest"] == str(manifest) and result.stale is None
+    assert result.summary.manifest == str(manifest) and result.stale is None
     assert (tmp_path / "state" / "ledger.duckdb").is_file()
     # The ledger remembers: the same files again are not read again, their rows are reused as they were (S4).
     again = run_import(ImportOptions(paths=[sessions], state_dir=tmp_path / "state", live_retained="include"))
-    assert again.run_id != result.run_id and again.data["unchanged_files"] == SAMPLE_SESSIONS
-    assert (again.chunks, again.statuses, again.data["bytes_read"]) == (result.chunks, result.statuses, 0)
+    assert again.run_id != result.run_id and again.summary.unchanged_files == SAMPLE_SESSIONS
+    assert (again.chunks, again.statuses, again.summary.bytes_read) == (result.chunks, result.statuses, 0)
 
 
 def test_the_cli_import_is_the_library_call(runner: CliRunner, tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_the_cli_import_is_the_library_call(runner: CliRunner, tmp_path: Path) -
                      "--json", "-q")
     data = json.loads(printed.output)
     for key in ("files", "sessions", "chunks", "statuses", "routes", "items_by_bank_role", "redactions"):
-        assert data[key] == library.data[key], key
+        assert data[key] == library.to_dict()[key], key
 
 
 def test_options_that_do_not_go_together_are_a_usage_error(tmp_path: Path) -> None:

@@ -150,4 +150,4 @@ def test_the_library_plans_in_this_process_unless_asked(tmp_path: Path, monkeypa
     plain = run_import(ImportOptions(paths=(sessions,), state_dir=tmp_path / "a", live_retained="include"))
     auto = run_import(ImportOptions(paths=(sessions,), state_dir=tmp_path / "b", live_retained="include",
                                     jobs="auto"))
-    assert (plain.data["jobs"], auto.data["jobs"]) == (1, 2) and plain.chunks == auto.chunks == 4
+    assert (plain.summary.jobs, auto.summary.jobs) == (1, 2) and plain.chunks == auto.chunks == 4

@@ -38,7 +38,7 @@ def _import_showing_progress(tmp_path: Path, kill: str = "", failed: int = 0, **
         "    asked['config_file'] = Path(asked['config_file'])\n"
         "options = ImportOptions(**{**asked, 'paths': (Path(sys.argv[2]),), 'progress': True})\n"
         "result = run_import(options)\n"
-        "print(result.data['files'], result.data['failed_files_total'])\n"
+        "print(result.files, result.failed_files)\n"
     )
     env = {**os.environ, "TQDM_MININTERVAL": "0", "TQDM_MINITERS": "1"}
     done = subprocess.run([sys.executable, "-c", probe, json.dumps(options), str(tmp_path / "sessions"),

@@ -46,7 +46,7 @@ workers.worker_pool = worker_pool
 workers.BATCH_FILES = 2
 result = run_import(ImportOptions(paths=(Path(sys.argv[1]),), jobs=2, live_retained="include",
                                   state_dir=Path(sys.argv[2]), manifest=Path(sys.argv[3])))
-print(json.dumps({"files": result.data["files"], "failed": result.data["failed_files_total"],
+print(json.dumps({"files": result.files, "failed": result.failed_files,
                   "chunks": result.chunks, "pools": len(made)}))
 """
 
@@ -172,7 +172,7 @@ assert context.get_start_method() == "spawn"
 workers._context = lambda: context
 result = run_import(ImportOptions(paths=(Path(sys.argv[1]),), jobs=2, live_retained="include", progress=True,
                                   state_dir=Path(sys.argv[2]), manifest=Path(sys.argv[3]), include_content=True))
-print(json.dumps({"jobs": result.data["jobs"], "failed": result.data["failed_files_total"]}))
+print(json.dumps({"jobs": result.summary.jobs, "failed": result.failed_files}))
 """
 
 

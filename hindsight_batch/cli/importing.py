@@ -7,12 +7,15 @@ import sys
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import click
 
 from hindsight_batch.cli.app import cli, common_options, counts, echo, echo_err, handle_errors, progress, startup_done
 from hindsight_batch.errors import EXIT_ITEMS_FAILED, UsageError
+
+if TYPE_CHECKING:
+    from hindsight_batch.importing.accounting import FromRunCounts, ImportSummary
 
 
 def _parse_since(value: str | None) -> datetime | None:
@@ -159,19 +162,19 @@ def import_command(
         jobs=jobs, progress=progress(quiet),
         from_run=from_run,
     ))
-    data = result.data
-    if not data["files"] and data["from_run"] is None and not quiet:
+    summary = result.summary
+    if not summary.files and summary.from_run is None and not quiet:
         from hindsight_batch.session.discovery import no_sessions_note
 
         echo_err(f"hindsight-batch: {no_sessions_note(paths)}")
-    if data["from_run"] is not None:
-        _print_from_run(data["from_run"], quiet or as_json)
+    if summary.from_run is not None:
+        _print_from_run(summary.from_run, quiet or as_json)
     if as_json:
-        echo(json.dumps(data, indent=2))
+        echo(json.dumps(result.to_dict(), indent=2))
     elif catch_up and not quiet:
-        echo(_catch_up_line(data))
+        echo(_catch_up_line(summary))
     elif not quiet:
-        _print_import_summary(data)
+        _print_import_summary(summary)
         if result.stale is not None:
             verb = "deleted" if apply else "would delete (add --apply)"
             echo_err(f"  stale documents: {len(result.stale.documents)} found, {verb} {result.stale.deleted}")
@@ -181,7 +184,7 @@ def import_command(
         sys.exit(EXIT_ITEMS_FAILED)
 
 
-def _print_from_run(reviewed: dict[str, Any], brief: bool) -> None:
+def _print_from_run(reviewed: FromRunCounts, brief: bool) -> None:
     """What was sent as reviewed and which sessions were refused (on stderr, also with --json or -q: they are
     why the exit code is 1)."""
     if not brief:
@@ -198,19 +201,19 @@ def _print_from_run(reviewed: dict[str, Any], brief: bool) -> None:
         echo_err(f"  refused: {refused['file']}: {refused['reason']}")
 
 
-def _catch_up_line(data: dict[str, Any]) -> str:
-    upload = data["upload"] or {}
-    documents = upload.get("documents", {})
+def _catch_up_line(summary: ImportSummary) -> str:
+    upload = summary.upload
+    documents = upload["documents"] if upload else {}
     sent = sum(v for k, v in documents.items() if k in ("sent", "confirmed"))
-    return (f"catch-up {data['run_id']}: sessions {data['sessions']} (unchanged {data['unchanged_files']}, "
-            f"skipped {data['catch_up_skipped_total'] + data['sessions_skipped_total']}, "
-            f"switched off {data['switched_off_skipped']}), chunks {data['chunks']}, "
-            f"{'sent' if data['mode'] == 'apply' else 'would send'} "
-            f"{sent if data['mode'] == 'apply' else data['statuses'].get('planned', 0)}, "
-            f"unchanged {data['statuses'].get('unchanged', 0)}, failed {upload.get('failed', 0)}, "
-            f"failed files {data['failed_files_total']}, "
-            + (f"cursors not used {data['cursor_fallbacks_total']}, " if data["cursor_fallbacks_total"] else "")
-            + f"{data['seconds']:.1f} s{', stopped at --max-seconds' if data['stopped_early'] else ''}")
+    applied = summary.mode == "apply"
+    return (f"catch-up {summary.run_id}: sessions {summary.sessions} (unchanged {summary.unchanged_files}, "
+            f"skipped {len(summary.catch_up_skipped) + len(summary.sessions_skipped)}, "
+            f"switched off {summary.switched_off_skipped}), chunks {summary.chunks}, "
+            f"{'sent' if applied else 'would send'} {sent if applied else summary.statuses.get('planned', 0)}, "
+            f"unchanged {summary.statuses.get('unchanged', 0)}, failed {upload['failed'] if upload else 0}, "
+            f"failed files {len(summary.failed_files)}, "
+            + (f"cursors not used {len(summary.cursor_fallbacks)}, " if summary.cursor_fallbacks else "")
+            + f"{summary.shown_seconds:.1f} s{', stopped at --max-seconds' if summary.stopped_early else ''}")
 
 
 def _bank_labels(items: dict[Any, int]) -> dict[str, int]:  # keys: the summary's bank roles
@@ -221,81 +224,84 @@ def _bank_labels(items: dict[Any, int]) -> dict[str, int]:  # keys: the summary'
     return {bank_label(k): v for k, v in items.items()}
 
 
-def _print_import_summary(data: dict[str, Any]) -> None:
+def _print_import_summary(summary: ImportSummary) -> None:
+    from hindsight_batch.importing.accounting import by_name
+
     out = echo_err
-    rate = f" ({data['mb_per_second']} MB/s)" if data["mb_per_second"] else ""
-    out(f"hindsight-batch import ({data['mode']}) run {data['run_id']}")
-    out(f"  files {data['files']}: sessions {data['sessions']}, unchanged since last run {data['unchanged_files']}, "
-        f"filtered out {data['filtered_out']}, not sessions {len(data['not_sessions'])}; "
-        f"read {data['bytes_read'] / 1e6:.1f} MB in {data['seconds']:.2f} s{rate}"
-        + (f", {data['jobs']} worker processes" if data["jobs"] > 1 else ""))
-    for problem in data["not_sessions"][:10]:
+    rate = f" ({summary.mb_per_second} MB/s)" if summary.mb_per_second else ""
+    out(f"hindsight-batch import ({summary.mode}) run {summary.run_id}")
+    out(f"  files {summary.files}: sessions {summary.sessions}, unchanged since last run {summary.unchanged_files}, "
+        f"filtered out {summary.filtered_out}, not sessions {len(summary.not_sessions)}; "
+        f"read {summary.bytes_read / 1e6:.1f} MB in {summary.shown_seconds:.2f} s{rate}"
+        + (f", {summary.jobs} worker processes" if summary.jobs > 1 else ""))
+    for problem in summary.not_sessions[:10]:
         out(f"  not a session: {problem['file']}: {problem['reason']}")
-    if data["failed_files_total"]:
-        out(f"  FAILED FILES {data['failed_files_total']} (not imported; tried again next run):")
-    for failed in data["failed_files"][:10]:
+    if summary.failed_files:
+        out(f"  FAILED FILES {len(summary.failed_files)} (not imported; tried again next run):")
+    for failed in summary.failed_files[:10]:
         where = f":{failed['line']}" if failed["line"] is not None else ""
         out(f"  failed: {failed['file']}{where}: {failed['reason']}")
-    for duplicate in data["duplicate_sessions"][:10]:
+    for duplicate in summary.duplicates[:10]:
         out(f"  skipped: {duplicate['file']} holds the same session id as {duplicate['same_session_as']}")
-    out(f"  entries {data['entries']}; malformed lines {data['malformed_lines']}; glued lines recovered "
-        f"{data['glued_lines']}; truncated last lines {data['truncated_tails']}")
-    if data["invalid_utf8_lines"] or data["surrogates_replaced"]:
-        out(f"  replaced by U+FFFD: invalid UTF-8 on {data['invalid_utf8_lines']} lines; "
-            f"{data['surrogates_replaced']} lone surrogates")
-    for problem in data["malformed"][:10]:
-        out(f"  malformed: {problem['file']}:{problem['line']}: {problem['reason']}")
-    out(f"  messages kept {data['messages_kept']}; dropped: {counts(data['messages_dropped'])}")
-    out(f"  chunks {data['chunks']}; routes: {counts(data['routes'])}; items: "
-        f"{counts(_bank_labels(data['items_by_bank_role']))}")
-    out(f"  statuses: {counts(data['statuses'])}; redactions: {counts(data['redactions'])}")
-    if data["skip_reasons"]:
-        out(f"  skipped chunks by reason: {counts(data['skip_reasons'])}")
-    if data["prompt_injection_chunks"]:
-        out(f"  prompt injection flagged in {data['prompt_injection_chunks']} chunk(s): text addressed to an AI or a "
+    out(f"  entries {summary.entries}; malformed lines {summary.malformed_total}; glued lines recovered "
+        f"{summary.glued_lines}; truncated last lines {summary.truncated_tails}")
+    if summary.invalid_utf8_lines or summary.surrogates_replaced:
+        out(f"  replaced by U+FFFD: invalid UTF-8 on {summary.invalid_utf8_lines} lines; "
+            f"{summary.surrogates_replaced} lone surrogates")
+    for malformed in summary.malformed_lines[:10]:
+        out(f"  malformed: {malformed['file']}:{malformed['line']}: {malformed['reason']}")
+    out(f"  messages kept {summary.messages_kept}; dropped: {counts(by_name(summary.messages_dropped))}")
+    out(f"  chunks {summary.chunks}; routes: {counts(by_name(summary.routes))}; items: "
+        f"{counts(_bank_labels(by_name(summary.items)))}")
+    out(f"  statuses: {counts(by_name(summary.statuses))}; redactions: {counts(by_name(summary.redactions))}")
+    if summary.skip_reasons:
+        out(f"  skipped chunks by reason: {counts(by_name(summary.skip_reasons))}")
+    if summary.prompt_injection:
+        out(f"  prompt injection flagged in {summary.prompt_injection} chunk(s): text addressed to an AI or a "
             "memory system; never written to the User Bank")
-    for bank, seen in list(data["project_banks"].items())[:10]:
+    for bank, seen in list(summary.banks.items())[:10]:
         out(f"  project bank {bank}: {seen['sessions']} session(s); {seen['why']}")
-    if data["live_retained"]:
-        out(f"  live retains: {counts(data['live_retained'])}"
-            + (f" (COULD NOT CHECK: {data['live_retained_unchecked']})" if data["live_retained_unchecked"] else ""))
-    for skipped in data["sessions_skipped"][:10]:
+    if summary.live_retained:
+        out(f"  live retains: {counts(by_name(summary.live_retained))}"
+            + (f" (COULD NOT CHECK: {summary.live_unchecked})" if summary.live_unchecked else ""))
+    for skipped in summary.sessions_skipped[:10]:
         out(f"  skipped session: {skipped['file']}: {skipped['reason']}")
-    if data["without_bank_total"]:
-        out(f"  {data['without_bank_total']} session(s) skipped for want of a bank (exit 1); to bring them in:")
-        for fix in data["without_bank_fix"][:10]:
+    if summary.without_bank:
+        out(f"  {len(summary.without_bank)} session(s) skipped for want of a bank (exit 1); to bring them in:")
+        for fix in summary.without_bank_fix[:10]:
             out(f"    {fix}")
-    if data["bank_unnamed_total"] and data["mode"] != "apply":
-        out(f"  {data['bank_unnamed_total']} session(s) planned into this tool's own bank, which no live extension "
+    if summary.bank_unnamed and summary.mode != "apply":
+        out(f"  {len(summary.bank_unnamed)} session(s) planned into this tool's own bank, which no live extension "
             "reads (--apply will not send them until then):")
-        reasons = Counter(unnamed["reason"] for unnamed in data["bank_unnamed"])  # sessions differ in what is found
+        # Counted over the listed ones, as the --json document lists them; sessions differ in what is found.
+        reasons = Counter(unnamed["reason"] for unnamed in summary.bank_unnamed[:summary.MAX_LISTED])
         for reason, count in reasons.most_common(5):
             out(f"    {count} session(s): {reason}")
-    if data["switched_off_total"]:
-        left_out = data["switched_off_skipped"]
-        out(f"  switched off by the live extension: {data['switched_off_total']} session(s), {left_out} left out"
-            + ("" if left_out == data["switched_off_total"] else
+    if summary.switched_off:
+        left_out = summary.switched_off_skipped
+        out(f"  switched off by the live extension: {len(summary.switched_off)} session(s), {left_out} left out"
+            + ("" if left_out == len(summary.switched_off) else
                " (the others imported: add --respect-switches to leave them out)"))
-    for switched in data["switched_off"][:10]:
+    for switched in summary.switched_off[:10]:
         verb = "left out" if switched["respected"] and switched["whole_session"] else (
             "its switched-off messages left out" if switched["respected"] else "imported anyway")
         out(f"  switched off ({verb}): {switched['file']}: {switched['reason']}")
-    for queued in data["queued_by_extension"][:10]:
+    for queued in summary.queued_by_extension[:10]:
         out(f"  still queued by hindsight-pi ({queued['queue']}): {queued['file']}: {queued['left_out']} message(s) "
             "left out for flush" + (f", {queued['unplaced']} record(s) match no entry" if queued["unplaced"] else ""))
-    for fallback in data["cursor_fallbacks"][:10]:
+    for fallback in summary.cursor_fallbacks[:10]:
         out(f"  retain cursor not used: {fallback['file']}: {fallback['note']}")
-    if data["router_mode_on"]:
+    if summary.router_mode_on:
         out("  ROUTER MODE IS ON: confident User Bank content is written to the User Bank (userRetain.mode=router)")
     else:
         out("  User Bank: explicit-only mode; suggestions are recorded, nothing is written to the User Bank")
-    upload = data["upload"]
+    upload = summary.upload
     if upload:
         still_open = upload["operations_still_open"]
         out(f"  upload: {upload['requests']} request(s); documents: {counts(upload['documents'])}"
             + (f"; operations still open: {still_open}" if still_open else ""))
         for error in upload["errors"][:10]:
             out(f"  upload error: {error}")
-    if data["manifest"]:
-        out(f"  manifest: {data['manifest']}")
-    out(f"  ledger: {data['ledger']}")
+    if summary.manifest:
+        out(f"  manifest: {summary.manifest}")
+    out(f"  ledger: {summary.ledger}")

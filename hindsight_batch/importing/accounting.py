@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict
 
 from hindsight_batch.redaction.messages import failure_reason
 from hindsight_batch.session.names import source_name
@@ -49,8 +49,49 @@ class RowTally(NamedTuple):
                 and (self.bank_role is None or isinstance(self.bank_role, str)))
 
 
+class FileProblem(TypedDict):
+    """A file that failed (``failed_files``) or a malformed line (``malformed``): where, and why in one line."""
+
+    file: str
+    line: int | None
+    reason: str
+
+
+class UploadCounts(TypedDict):
+    """What an applied import's requests came to (the summary's ``upload``)."""
+
+    requests: int
+    documents: dict[str, int]  # upload status -> documents
+    failed: int  # items the server refused or lost: the run exits 1
+    operations_still_open: int  # with --wait: not done when it timed out
+    errors: list[str]
+    earlier_runs_settled: NotRequired[dict[str, int]]  # what reconcile() settled before this run planned
+
+
+class RefusedSession(TypedDict):
+    file: str
+    reason: str
+
+
+class FromRunCounts(TypedDict):
+    """``import --apply --from-run``: what was sent as reviewed and what was refused (the summary's ``from_run``)."""
+
+    run: str
+    sessions_sent: int
+    items_as_reviewed: int
+    items_sent: int
+    items_already_on_server: int
+    refused: list[RefusedSession]
+    refused_total: int
+    ignored_paths: int
+    configuration_changed: bool
+
+
 @dataclass
 class ImportSummary:
+    """How an import went, counted as it went (:class:`Accounting`); :meth:`to_dict` is the ``import --json``
+    document's body, and the CLI's summary reads the same fields."""
+
     run_id: str
     mode: str
     user_retain_modes: set[str] = field(default_factory=set)
@@ -59,7 +100,7 @@ class ImportSummary:
     unchanged_files: int = 0
     filtered_out: int = 0
     not_sessions: list[dict[str, str]] = field(default_factory=list)  # empty files
-    failed_files: list[dict[str, Any]] = field(default_factory=list)  # file, line (or None), reason
+    failed_files: list[FileProblem] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
     sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
@@ -78,7 +119,7 @@ class ImportSummary:
     stopped_early: bool = False
     bytes_read: int = 0
     entries: int = 0
-    malformed_lines: list[dict[str, Any]] = field(default_factory=list)
+    malformed_lines: list[FileProblem] = field(default_factory=list)  # the first MAX_LISTED
     malformed_total: int = 0
     glued_lines: int = 0
     truncated_tails: int = 0
@@ -99,18 +140,39 @@ class ImportSummary:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     manifest: str | None = None
     ledger: str | None = None
-    upload: dict[str, Any] | None = None
-    from_run: dict[str, Any] | None = None  # import --apply --from-run: what was sent as reviewed, what refused
+    upload: UploadCounts | None = None
+    from_run: FromRunCounts | None = None
 
     MAX_LISTED = 50
 
+    @property
+    def router_mode_on(self) -> bool:
+        return "router" in self.user_retain_modes
+
+    @property
+    def switched_off_skipped(self) -> int:
+        """Sessions a switch kept out whole (the others were imported, or lost only their switched-off messages)."""
+        return sum(1 for s in self.switched_off if s["respected"] and s["whole_session"])
+
+    @property
+    def without_bank_fix(self) -> list[str]:
+        """The fixes for the sessions skipped for want of a bank, each once."""
+        return _bank_fix(self.without_bank)
+
+    @property
+    def shown_seconds(self) -> float:
+        return round(self.seconds, 3)
+
+    @property
+    def mb_per_second(self) -> float | None:
+        return round(self.bytes_read / 1e6 / self.seconds, 1) if self.seconds > 0 else None
+
     def to_dict(self) -> dict[str, Any]:
-        mb = self.bytes_read / 1e6
         return {
             "run_id": self.run_id,
             "mode": self.mode,
             "user_retain_mode": sorted(self.user_retain_modes),
-            "router_mode_on": "router" in self.user_retain_modes,
+            "router_mode_on": self.router_mode_on,
             "files": self.files,
             "sessions": self.sessions,
             "unchanged_files": self.unchanged_files,
@@ -125,17 +187,17 @@ class ImportSummary:
             "sessions_skipped_total": len(self.sessions_skipped),
             "switched_off": self.switched_off[: self.MAX_LISTED],
             "switched_off_total": len(self.switched_off),
-            "switched_off_skipped": sum(1 for s in self.switched_off if s["respected"] and s["whole_session"]),
+            "switched_off_skipped": self.switched_off_skipped,
             "cursor_fallbacks": self.cursor_fallbacks[: self.MAX_LISTED],
             "cursor_fallbacks_total": len(self.cursor_fallbacks),
             "queued_by_extension": self.queued_by_extension[: self.MAX_LISTED],
             "without_bank": self.without_bank[: self.MAX_LISTED],
             "without_bank_total": len(self.without_bank),
-            "without_bank_fix": _bank_fix(self.without_bank),
+            "without_bank_fix": self.without_bank_fix,
             "bank_unnamed": self.bank_unnamed[: self.MAX_LISTED],
             "bank_unnamed_total": len(self.bank_unnamed),
             "project_banks": self.banks,
-            "live_retained": dict(sorted(self.live_retained.items())),
+            "live_retained": by_name(self.live_retained),
             "live_retained_unchecked": self.live_unchecked,
             "stopped_early": self.stopped_early,
             "bytes_read": self.bytes_read,
@@ -147,18 +209,18 @@ class ImportSummary:
             "invalid_utf8_lines": self.invalid_utf8_lines,
             "surrogates_replaced": self.surrogates_replaced,
             "messages_kept": self.messages_kept,
-            "messages_dropped": dict(sorted(self.messages_dropped.items())),
-            "blocks_removed": dict(sorted(self.blocks_removed.items())),
-            "redactions": dict(sorted(self.redactions.items())),
+            "messages_dropped": by_name(self.messages_dropped),
+            "blocks_removed": by_name(self.blocks_removed),
+            "redactions": by_name(self.redactions),
             "chunks": self.chunks,
-            "routes": dict(sorted(self.routes.items())),
-            "skip_reasons": dict(sorted(self.skip_reasons.items())),
+            "routes": by_name(self.routes),
+            "skip_reasons": by_name(self.skip_reasons),
             "prompt_injection_chunks": self.prompt_injection,
-            "items_by_bank_role": dict(sorted(self.items.items())),
-            "statuses": dict(sorted(self.statuses.items())),
-            "seconds": round(self.seconds, 3),
+            "items_by_bank_role": by_name(self.items),
+            "statuses": by_name(self.statuses),
+            "seconds": self.shown_seconds,
             "jobs": self.jobs,
-            "mb_per_second": round(mb / self.seconds, 1) if self.seconds > 0 else None,
+            "mb_per_second": self.mb_per_second,
             "stage_seconds": {k: round(v, 3) for k, v in self.stage_seconds.items()},
             "manifest": self.manifest,
             "ledger": self.ledger,
@@ -227,6 +289,11 @@ class Accounting:
         summary.messages_dropped.update(plan.dropped)
         summary.blocks_removed.update(plan.removed)
         summary.redactions.update(plan.redactions)
+
+
+def by_name(counter: Mapping[str, int]) -> dict[str, int]:
+    """A counter as the summary shows it: in name order."""
+    return dict(sorted(counter.items()))
 
 
 def _without_mode(reason: str) -> str:

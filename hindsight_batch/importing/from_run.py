@@ -13,13 +13,14 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hindsight_batch.base.fsutil import open_regular
 from hindsight_batch.errors import UsageError
 from hindsight_batch.session.names import source_name, source_path
 
 if TYPE_CHECKING:
+    from hindsight_batch.importing.accounting import FromRunCounts, RefusedSession
     from hindsight_batch.ledger import Ledger, ReviewedItem, ReviewedSource
 
 _READ = 1 << 20
@@ -77,8 +78,8 @@ class Reviewed:
             if source_name(path) not in self.accepted:
                 self.refuse(path, "not planned again as reviewed (see the summary: skipped or failed); " + RE_PLAN)
 
-    def to_dict(self) -> dict[str, Any]:
-        refused = [{"file": path, "reason": why} for path, why in sorted(self.refused.items())]
+    def to_dict(self) -> FromRunCounts:
+        refused: list[RefusedSession] = [{"file": path, "reason": why} for path, why in sorted(self.refused.items())]
         return {
             "run": self.run_id,
             "sessions_sent": len(self.accepted),

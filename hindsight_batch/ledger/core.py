@@ -16,7 +16,7 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from hindsight_batch.base.fsutil import PRIVATE_FILE, open_private, private_dir, private_umask, replace_file, write_all
 from hindsight_batch.errors import BusyError
@@ -27,6 +27,7 @@ from hindsight_batch.ledger.forgotten import Forgotten
 from hindsight_batch.ledger.from_run import FromRun
 from hindsight_batch.ledger.latest_rows import LatestRows
 from hindsight_batch.ledger.manifest import ManifestRows
+from hindsight_batch.ledger.rows import LedgerTotals
 from hindsight_batch.ledger.runs import Runs
 from hindsight_batch.ledger.sources import Sources
 from hindsight_batch.ledger.tables import LedgerPathError, LedgerVersionError
@@ -211,13 +212,10 @@ class Ledger(Runs, Sources, FromRun, Documents, Forgotten, ManifestRows):
         self.db.execute("INSERT INTO meta VALUES ('fingerprint_key', ?)", [key])
         return bytes.fromhex(key)
 
-    def totals(self) -> dict[str, Any]:
-        """How much the ledger holds: ``{"runs", "sources", "documents": {status: count}}``."""
+    def totals(self) -> LedgerTotals:
+        """How much the ledger holds."""
         runs = self.db.execute("SELECT count(*) FROM runs").fetchone()
         sources = self.db.execute("SELECT count(*) FROM sources").fetchone()
         docs = self.db.execute("SELECT status, count(*) FROM documents GROUP BY status").fetchall()
-        return {
-            "runs": runs[0] if runs else 0,
-            "sources": sources[0] if sources else 0,
-            "documents": {status: count for status, count in docs},
-        }
+        return LedgerTotals(runs[0] if runs else 0, sources[0] if sources else 0,
+                            {status: count for status, count in docs})

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hindsight_batch.ledger.rows import DocumentRow
+from hindsight_batch.ledger.rows import Delivery, DocumentRow
 from hindsight_batch.ledger.tables import _BATCH, Tables, _now
 
 # What a re-run does not send again while the item is unchanged: on the server (sent, not yet known missing, or
@@ -127,8 +127,8 @@ class Documents(Tables):
             result.setdefault(session, set()).add((bank, doc))
         return result
 
-    def run_deliveries(self, run_id: str) -> list[tuple[str, str, bool]]:
-        """(bank, document, also written by another run) for every document ``run_id`` sent; ledgers from
+    def run_deliveries(self, run_id: str) -> list[Delivery]:
+        """Every document ``run_id`` sent, and whether another run wrote it too; ledgers from
         before the ``deliveries`` table fall back to the run that last wrote each document."""
         rows = self.db.execute(
             "SELECT d.bank_id, d.document_id, bool_or(o.run_id IS NOT NULL) FROM "
@@ -137,4 +137,4 @@ class Documents(Tables):
             "LEFT JOIN deliveries o ON o.bank_id = d.bank_id AND o.document_id = d.document_id AND o.run_id <> ? "
             "GROUP BY 1, 2 ORDER BY 1, 2", [run_id, run_id, run_id]
         ).fetchall()
-        return [(r[0], r[1], bool(r[2])) for r in rows]
+        return [Delivery(r[0], r[1], bool(r[2])) for r in rows]

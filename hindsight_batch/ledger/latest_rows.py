@@ -11,10 +11,13 @@ their own, so the ledger's writes between two files do not end the statement.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hindsight_batch.ledger import manifest_table
 from hindsight_batch.ledger.engine import duckdb
+
+if TYPE_CHECKING:
+    from hindsight_batch.plan.rows import ManifestRowJson
 
 _FETCH = 1000  # result rows converted at a time
 _SOURCES = 10_000  # sources one statement reads the rows of
@@ -35,7 +38,7 @@ class LatestRows:
         self._start = 0  # the place of the first source the next statement reads
         self._done = not self._paths
 
-    def take(self, path: str, run_id: str) -> list[dict[str, Any]] | None:
+    def take(self, path: str, run_id: str) -> list[ManifestRowJson] | None:
         """The rows ``run_id`` wrote for ``path`` (:func:`manifest_table.from_columns`), in the order written; None
         when this pass cannot say (``path`` was not expected, was already passed, or another run last read it):
         then the caller looks them up alone. Every source expected before ``path`` is passed over."""
@@ -48,7 +51,7 @@ class LatestRows:
             self._next += 1
         if head is None or head[0] != place:
             return None
-        rows: list[dict[str, Any]] = []
+        rows: list[ManifestRowJson] = []
         same_run = True
         while (head := self._head()) is not None and head[0] == place:
             self._next += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hindsight_batch.ledger import manifest_table
 from hindsight_batch.ledger import schema as ledger_schema
@@ -14,7 +14,7 @@ from hindsight_batch.ledger.rows import ManifestCounts
 from hindsight_batch.ledger.tables import Tables
 
 if TYPE_CHECKING:
-    from hindsight_batch.plan.rows import ManifestRow
+    from hindsight_batch.plan.rows import ManifestRow, ManifestRowJson
 
 
 LOAD_ROWS = 2000  # manifest records loaded at once (:meth:`Ledger.add_manifest_records`)
@@ -76,7 +76,7 @@ class ManifestRows(Tables):
             self._latest.close()
         self._latest = LatestRows(self.db, paths)
 
-    def latest_rows(self, source_file: str, run_id: str) -> list[dict[str, Any]]:
+    def latest_rows(self, source_file: str, run_id: str) -> list[ManifestRowJson]:
         """The manifest rows ``run_id`` wrote for ``source_file`` (as the manifest file has them,
         :meth:`ManifestRow.as_json`, in this version's form, without content), in the order written: what an
         unchanged source reuses. From the pass :meth:`expect_reuse` set up, else looked up alone."""

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hindsight_batch.base import jsoncodec
 from hindsight_batch.base.timestamps import naive_utc
+
+if TYPE_CHECKING:
+    from hindsight_batch.plan.rows import ManifestRowJson
 
 # (name, DuckDB type) in table order: the manifest row contract, then ``annotations``.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -139,7 +142,7 @@ _READ_BACK = tuple((_SELECTED.index(name), name in _JSON_TEXT or name in _AS_JSO
 _ANNOTATIONS_AT = _SELECTED.index("annotations")
 
 
-def from_columns(values: Sequence[Any]) -> dict[str, Any]:
+def from_columns(values: Sequence[Any]) -> ManifestRowJson:
     """The manifest row a result row of :func:`select_list`'s columns holds, as the manifest file had it."""
     row: dict[str, Any] = {}
     for name, (place, as_json, absent_when_null) in zip(_ROW_FIELDS, _READ_BACK, strict=True):
@@ -153,4 +156,4 @@ def from_columns(values: Sequence[Any]) -> dict[str, Any]:
     annotations = values[_ANNOTATIONS_AT]
     if annotations is not None:
         row.update(jsoncodec.loads(annotations))  # a field it names (a timestamp) keeps its place
-    return row
+    return cast("ManifestRowJson", row)  # built by name from the table's columns, which are the row's fields

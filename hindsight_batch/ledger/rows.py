@@ -1,9 +1,10 @@
-"""The ledger's rows as the code reads them back: typed tuples, one per table's row."""
+"""The ledger's rows as the code reads them back: typed tuples, one per table's row (the manifest's rows come back
+in their JSON form, :class:`hindsight_batch.plan.rows.ManifestRowJson`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class SourceState(NamedTuple):
@@ -70,3 +71,31 @@ class ManifestCounts(NamedTuple):
     # (skip_reason, reason, chunks) of skipped chunks, by group in the order first written; skip_reason is None
     # on rows written before it existed (schema version 1).
     skips: list[tuple[str | None, str, int]]
+
+
+class FailedFile(NamedTuple):
+    """A file a run could not read or plan (table ``failed_files``)."""
+
+    file: str
+    line: int | None  # where known
+    reason: str
+
+
+class Delivery(NamedTuple):
+    """A document a run sent (table ``deliveries``)."""
+
+    bank_id: str
+    document_id: str
+    shared: bool  # another run wrote it too
+
+
+class LedgerTotals(NamedTuple):
+    """How much the ledger holds."""
+
+    runs: int
+    sources: int
+    documents: dict[str, int]  # upload status -> documents
+
+    def as_json(self) -> dict[str, Any]:
+        return {"runs": self.runs, "sources": self.sources, "documents": self.documents}
+

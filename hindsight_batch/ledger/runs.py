@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hindsight_batch.ledger.rows import RunRow
+from hindsight_batch.ledger.rows import FailedFile, RunRow
 from hindsight_batch.ledger.tables import Tables, _now
 
 
@@ -22,7 +22,7 @@ class Runs(Tables):
             [_now(), status, json.dumps(summary), run_id],
         )
 
-    def record_failed_files(self, run_id: str, failed: list[dict[str, Any]]) -> None:
+    def record_failed_files(self, run_id: str, failed: Sequence[Mapping[str, Any]]) -> None:
         """Files the run could not read or plan: (file, line where known, reason)."""
         self._insert("INSERT INTO failed_files VALUES", 4,
                      [[run_id, f["file"], f.get("line"), f["reason"]] for f in failed])
@@ -41,8 +41,8 @@ class Runs(Tables):
         row = self.db.execute("SELECT command, mode, status FROM runs WHERE run_id = ?", [run_id]).fetchone()
         return (str(row[0]), str(row[1]), str(row[2])) if row else None
 
-    def failed_files(self, run_id: str) -> list[tuple[str, int | None, str]]:
-        """(file, line where known, reason) of each file ``run_id`` could not read or plan, by file."""
+    def failed_files(self, run_id: str) -> list[FailedFile]:
+        """Each file ``run_id`` could not read or plan, by file."""
         rows = self.db.execute("SELECT path, line, reason FROM failed_files WHERE run_id = ? ORDER BY path",
                                [run_id]).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+        return [FailedFile(r[0], r[1], r[2]) for r in rows]

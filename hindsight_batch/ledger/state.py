@@ -51,4 +51,4 @@ def ledger_totals(state_dir: Path | None = None) -> dict[str, Any]:
             totals = ledger.totals()
     except HindsightBatchError as exc:
         return {"path": str(path), "exists": True, "error": str(exc)}
-    return {"path": str(path), "exists": True, **totals}
+    return {"path": str(path), "exists": True, **totals.as_json()}

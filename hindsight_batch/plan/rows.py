@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
 
 if TYPE_CHECKING:  # routing is loaded when a row is made or read back, not by whoever only names a row
     from hindsight_batch.extension.switches import Switched
@@ -95,17 +95,55 @@ class ManifestRow:
         return cls(**values)
 
 
+class ManifestRowJson(TypedDict):
+    """A manifest row as the manifest file holds it and the ledger gives it back
+    (:meth:`ManifestRow.as_json`): JSON values, kept as a dict so that a reused row is
+    written out again exactly (the keys a row has beyond these, such as ``switch``, come back too)."""
+
+    run_id: str
+    source_file: str
+    session_id: str
+    leaf: str
+    segment: str
+    chunk_index: int
+    first_entry_id: str
+    last_entry_id: str
+    turns: int
+    document_id: str | None
+    bank_role: str | None
+    bank_id: str | None
+    project: NotRequired[str | None]  # (not in rows from a version-1 ledger)
+    started_at: NotRequired[str | None]
+    ended_at: NotRequired[str | None]
+    decision: dict[str, Any]  # MemoryRouteDecision.as_json, without skipReason
+    skip_reason: NotRequired[str | None]
+    tags: list[str]
+    observation_scopes: list[list[str]] | str | None
+    content_sha256: str
+    item_sha256: str | None
+    bytes: int
+    messages_kept: int
+    messages_dropped: dict[str, int]
+    blocks_removed: dict[str, int]
+    redactions: dict[str, int]
+    fingerprints: list[str]
+    status: str
+    content: NotRequired[str]  # with --include-content
+    bank_why: NotRequired[str]
+    live_retained: NotRequired[dict[str, str | list[str]]]
+
+
 _FIELDS = tuple(ManifestRow.__dataclass_fields__)
 _OPTIONAL_KEYS = frozenset({"content", "bank_why", "live_retained"})
 
 
-def current_form(data: dict[str, Any]) -> dict[str, Any]:
+def current_form(data: ManifestRowJson) -> ManifestRowJson:
     """A row as the manifest file held it (:meth:`ManifestRow.as_json`), in this version's form: ``data`` itself
     when its decision has this version's keys, else (a row an older version wrote) through the typed row, which
     fills in what was added since. Not typed every time: that round trip was a fifth of a re-run over many files."""
     if data["decision"].keys() == _decision_keys():
         return data
-    return ManifestRow.from_json(data).as_json()
+    return cast("ManifestRowJson", ManifestRow.from_json(dict(data)).as_json())
 
 
 @cache
