@@ -1,16 +1,18 @@
 """The routing seam's data (ADR ``seeds/000_…``): what a strategy receives and the decision it returns.
 
-``global`` is the legacy route and bank-role name for the User Bank. It stays in the data for compatibility;
-whatever a person reads says "User Bank".
+The code names the User Bank :data:`USER_BANK`; whatever a person reads says "User Bank".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from hindsight_batch.config.model import Settings, UserRetainMode
 
+# The route, bank role and signal category that mean the User Bank, as the manifest, the JSON output and the ledger
+# spell it ("global", its first name: kept so that what was written stays readable). The literals below are it.
+USER_BANK: Final = "global"
 MemoryRoute = Literal["project", "global", "both", "skip"]
 RoutingBankRole = Literal["project", "global"]
 SignalCategory = Literal["project", "global", "skip"]
@@ -40,7 +42,7 @@ USER_BANK_MIN_CONFIDENCE = HIGH_CONFIDENCE
 @dataclass(frozen=True, slots=True)
 class Missions:
     project: str = ""
-    global_: str = ""
+    user: str = ""  # the User Bank's
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +120,6 @@ DECISION_KEYS = frozenset(key for _, key in _DECISION_FIELDS)
 
 def bank_label(role: RoutingBankRole | MemoryRoute) -> str:
     """How a person reads a route or bank role."""
-    return {"global": "User Bank", "project": "project bank", "both": "project bank + User Bank", "skip": "skip"}[
+    return {USER_BANK: "User Bank", "project": "project bank", "both": "project bank + User Bank", "skip": "skip"}[
         role
     ]

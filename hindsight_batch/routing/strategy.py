@@ -26,6 +26,7 @@ from hindsight_batch.routing.hazards import (
 )
 from hindsight_batch.routing.models import (
     PROMPT_INJECTION,
+    USER_BANK,
     USER_BANK_MIN_CONFIDENCE,
     MemoryRoute,
     MemoryRouteDecision,
@@ -59,13 +60,13 @@ class RoutingStrategy(Protocol):
 
 
 _ROLES: dict[MemoryRoute, list[RoutingBankRole]] = {
-    "project": ["project"], "global": ["project", "global"], "both": ["project", "global"], "skip": [],
+    "project": ["project"], USER_BANK: ["project", USER_BANK], "both": ["project", USER_BANK], "skip": [],
 }
-_CATEGORIES: tuple[SignalCategory, ...] = ("skip", "global", "project")  # a decision's signals, in this order
+_CATEGORIES: tuple[SignalCategory, ...] = ("skip", USER_BANK, "project")  # a decision's signals, in this order
 # The signal categories (signals.py) behind each of a decision's: a statement about the user, a cross-project
 # scope or a habit made durable are all User Bank signals; a prompt injection is a safety (skip) signal.
 _SIGNAL_PARTS: dict[SignalCategory, tuple[str, ...]] = {
-    "skip": ("skip", "safety"), "global": ("global", "scope", "habit", "directive"), "project": ("project",),
+    "skip": ("skip", "safety"), USER_BANK: (USER_BANK, "scope", "habit", "directive"), "project": ("project",),
 }
 
 
@@ -108,17 +109,17 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     injection = prompt_injection(user_lower, other_lower)
     if injection:
         found.labels[("safety", PROMPT_INJECTION)] += 1
-    order = ("skip", "safety", "global", "habit", "directive", "scope", "durable", "request", "one-off", "project")
+    order = ("skip", "safety", USER_BANK, "habit", "directive", "scope", "durable", "request", "one-off", "project")
     matched: list[str] = [label for (cat, label) in sorted(found.labels, key=lambda k: _order(k[0], order))]
     notes: list[str] = []
     p = found.score("project")
     mission_global = 0
-    for category, mission in (("project", data.missions.project), ("global", data.missions.global_)):
+    for category, mission in (("project", data.missions.project), (USER_BANK, data.missions.user)):
         terms = mission_terms(mission)
         if not terms:
             continue
         # The User Bank mission's words count in the user's own words only, like every User Bank signal.
-        hits = mission_hits(user_lower if category == "global" else f"{user_lower}\n{other_lower}", terms)
+        hits = mission_hits(user_lower if category == USER_BANK else f"{user_lower}\n{other_lower}", terms)
         if hits:
             matched.append(f"{category} mission:{'/'.join(hits[:3])}")
             if category == "project":
@@ -186,14 +187,14 @@ def _classify(data: RoutingStrategyInput) -> Classification:
     what = ", ".join(sorted(statements | ({"cross-project scope"} if scoped else set())))
     confidence = evidence.confidence
     if _project_weight(found) + (p - found.score("project")) == 0:  # no project signal beyond words of code work
-        route: MemoryRoute = "global" if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
+        route: MemoryRoute = USER_BANK if confidence >= USER_BANK_MIN_CONFIDENCE else "both"
         if route == "both":
             notes.append(f"User Bank candidate below the {USER_BANK_MIN_CONFIDENCE:.2f} threshold: both, with "
                          "conservative tags")
         return Classification(route, confidence, f"durable User Bank content ({what})", found, matched, notes)
     if found.has("project", "project reference") and statements <= _PERSONAL and not scoped:
         return Classification("project", 0.75, "a user preference scoped to this project", found, matched, notes)
-    g = user.score("global") + scoped
+    g = user.score(USER_BANK) + scoped
     if p >= 2 * g + 2:
         reason = "mostly project work; User Bank signals are incidental"
         return Classification("project", 0.7, reason, found, matched, notes)
@@ -220,7 +221,7 @@ def _order(category: str, order: tuple[str, ...]) -> int:
 
 
 # Signals that count only in the user's own words (:func:`_classify` drops them from everything else).
-_USER_ONLY = frozenset({"global", "scope", "durable", "habit", "directive", "one-off", "request"})
+_USER_ONLY = frozenset({USER_BANK, "scope", "durable", "habit", "directive", "one-off", "request"})
 # Project signals that are a decision or a fact by themselves (a chunk of command output holding one is kept).
 _DECISIONS = ("implementation decision", "architecture", "delivery state", "project reference")
 
@@ -235,7 +236,7 @@ def _statements(user: SignalMatches) -> set[str]:
     """The kinds of statement about the user in the user's words. A plain first-person habit ("I use UTC
     timestamps") is one only with a durable marker or a cross-project scope, an instruction ("explain a diff first")
     only with a cross-project scope: alone either is as likely about the project as about the user."""
-    found = user.label_set("global")
+    found = user.label_set(USER_BANK)
     scoped = user.has("scope", "cross-project scope")
     if user.has("habit", "first-person habit") and (scoped or user.has("durable", "durable marker")):
         found.add("first-person habit")
@@ -269,7 +270,7 @@ def _user_bank_evidence(user: SignalMatches, mission: int) -> UserBankEvidence:
     scoped = user.has("scope", "cross-project scope")
     if not statements and not (scoped and any(user.has(*key) for key in _SCOPE_NEEDS_ONE_OF)):
         return UserBankEvidence(False, 0.5)
-    matches = sum(n for (category, _), n in user.labels.items() if category == "global") + (
+    matches = sum(n for (category, _), n in user.labels.items() if category == USER_BANK) + (
         "first-person habit" in statements)
     kinds = 1
     kinds += matches >= 2 or "identity" in statements or (bool(statements) and scoped)
@@ -288,7 +289,7 @@ class ProjectGlobalDefault:
     def route(self, data: RoutingStrategyInput) -> MemoryRouteDecision:
         verdict = _classify(data)
         route, reason = verdict.route, verdict.reason
-        if data.redactions and route in ("global", "both"):
+        if data.redactions and route in (USER_BANK, "both"):
             route, reason = "project", reason + "; redacted content stays in the project bank"
         confidence = round(verdict.confidence, 2)
         return _decide(self, data, verdict._replace(route=route, confidence=confidence, reason=reason))
@@ -309,14 +310,14 @@ def _decide(
     route, confidence, reason, found, matched, notes = verdict[:6]
     settings = data.config
     mode = settings.user_retain.mode
-    banks = {"project": settings.banks.project, "global": settings.banks.user}
-    ids: dict[RoutingBankRole, str | None] = {"project": data.project_bank_id, "global": data.user_bank_id}
-    user_bank_ok = banks["global"].enabled and bool(ids["global"])
+    banks = {"project": settings.banks.project, USER_BANK: settings.banks.user}
+    ids: dict[RoutingBankRole, str | None] = {"project": data.project_bank_id, USER_BANK: data.user_bank_id}
+    user_bank_ok = banks[USER_BANK].enabled and bool(ids[USER_BANK])
     writes: list[RoutingBankRole] = []
     targets: list[RouteTarget] = []
     for role in _ROLES[route]:
         will = strategy.writes_anything
-        if role == "global":
+        if role == USER_BANK:
             if mode != "router":
                 will = False
                 notes.append("explicit-only mode: User Bank suggested, not written (project bank only)")
@@ -328,7 +329,7 @@ def _decide(
         elif not banks["project"].enabled:
             will = False
             notes.append("project bank disabled: project target dropped")
-        elif route == "global" and mode == "router":
+        elif route == USER_BANK and mode == "router":
             if user_bank_ok:
                 will = False  # a confident User Bank route goes to the User Bank alone
             else:
@@ -354,7 +355,7 @@ def _decide(
         targets=targets,
         safety_notes=list(dict.fromkeys(notes)),
         project_mission=data.missions.project,
-        global_mission=data.missions.global_,
+        global_mission=data.missions.user,
         strategy=strategy.name,
         skip_reason=verdict.skip_reason,
     )
