@@ -75,6 +75,6 @@ def dumps(value: Any, *, sort_keys: bool = False, strict: bool = False) -> bytes
     except TypeError:  # a lone surrogate, an integer beyond 64 bits, a non-string key
         text = (_STD_DUMPS_SORTED if sort_keys else _STD_DUMPS)(value)
         return text.encode("utf-8", "strict" if strict else "replace")
-    # orjson's bytes keep its buffer (4 KB at least, then the next power of two), never shrunk: a manifest row of
-    # 2 KB held 16 KB until its file was finished. A copy of the right size costs a few nanoseconds.
+    # orjson's bytes keep its buffer (4 KB at least, then the next power of two), never shrunk, for as long as the
+    # row is held; a copy of the right size costs a few nanoseconds.
     return b"".join((data, b""))

@@ -88,8 +88,7 @@ def startup_done(*modules: str) -> None:
 
     Start-up makes only long-lived objects (modules, classes, click's commands): collecting while it runs walks
     them again and again and frees nothing, and so would every full collection later and the one at exit.
-    ``gc.freeze()`` moves them out of the collector's sight; everything made after it is collected as usual.
-    About 7 % of the instructions of an import of an empty folder (scripts/bench.py's empty-folder row)."""
+    ``gc.freeze()`` moves them out of the collector's sight; everything made after it is collected as usual."""
     global _console_start_up
     if gc.isenabled() and not _console_start_up:
         return
@@ -189,9 +188,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not where SIGINT is ignored)
         signal.signal(signal.SIGINT, _interrupted)
-    # pydantic looks for plugins by scanning every installed distribution's metadata (about 8 ms at each start)
-    # for this command's one validation of its configuration; the documented switch skips that. A value the user
-    # set wins; the library (hindsight_batch.api) leaves it alone.
+    # pydantic looks for plugins by scanning every installed distribution's metadata, at each start, for this
+    # command's one validation of its configuration; the documented switch skips that. A value the user set wins;
+    # the library (hindsight_batch.api) leaves it alone.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     _warn_if_stale_build()
     try:

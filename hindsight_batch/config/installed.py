@@ -1,4 +1,4 @@
-"""Which live extension is installed, when neither one's configuration file names it (issue 36, item 3).
+"""Which live extension is installed, when neither one's configuration file names it.
 
 hindsight-pi needs no configuration file: with only ``HINDSIGHT_BASE_URL`` (or a ``~/.hindsight/config.json``
 holding only ``baseUrl``, which the hindsight CLI also writes) it runs on its defaults, ``bankStrategy per-repo``

@@ -6,7 +6,7 @@ filesystem root down to the session's cwd, then ``<cwd>/.pi/hindsight.json|jsonc
 environment; command-line flags. Objects merge key by key; lists and scalars replace; a ``host.pi`` value replaces
 the whole key, as hindsight-pi merges it.
 
-Layers have powers (issue 17): a per-project file, which any cloned repository can carry, shapes its project's
+Layers have powers: a per-project file, which any cloned repository can carry, shapes its project's
 retention and names its project bank, but a key that would change the server or credentials, the User Bank,
 ``userRetain.mode``, the routing strategy, redaction or the upload parameters (per run, not per project) is ignored
 there with a warning naming the file and the key.

@@ -24,8 +24,7 @@ class _Section(BaseModel):
     # a section class called on its own builds its own validator, a dozen more at start-up. Every default_factory
     # is a lambda: pydantic inspects a factory's signature (does it take the data?), slow for a class or builtin.
     # defer_build: a section's validator is built when it is first used on its own, not at import; the settings
-    # build theirs (sections included) once, when the first configuration is read (about 50 ms less CPU for
-    # every command, scripts/bench.py's empty folder).
+    # build theirs (sections included) once, when the first configuration is read (docs/design-notes.md).
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
                               defer_build=True)
 

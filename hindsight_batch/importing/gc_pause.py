@@ -12,8 +12,8 @@ def collections_between_files() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while files are read, collecting between files instead.
 
     Reading allocates millions of short-lived containers, freed by reference counting; the collector, woken every
-    700 of them, kept re-scanning the entry index of a large session for cycles it does not hold: about a tenth of
-    an import's time (``scripts/bench.py``). The few cycles a file may leave are collected after it."""
+    700 of them, would re-scan the entry index of a large session for cycles it does not hold. The few cycles a
+    file may leave are collected after it."""
     enabled = gc.isenabled()
     gc.disable()
     try:

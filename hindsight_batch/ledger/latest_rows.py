@@ -2,10 +2,9 @@
 
 An import is told up front which sources it may reuse, in the order it will reach them. A statement then reads
 each one's rows from the run that last read it, in that order, and the importer takes them as it goes, a thousand
-at a time. (A statement per file costs DuckDB 2-5 ms; one per window of 500 sources scanned the whole manifest
-table each time: quadratic in the number of sources.) One statement covers up to :data:`_SOURCES` sources: DuckDB
-sorts their rows before the first comes out, in memory (about 1.5 KB a row). The rows are read through a cursor of
-their own, so the ledger's writes between two files do not end the statement.
+at a time: a statement per file, or per window of sources, costs far more (docs/design-notes.md). One statement
+covers up to :data:`_SOURCES` sources, whose rows DuckDB sorts in memory before the first comes out. The rows are
+read through a cursor of their own, so the ledger's writes between two files do not end the statement.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ class ManifestRows(Tables):
         """Manifest rows already encoded by :func:`manifest_table.record_line` (the importer encodes each row once,
         for the manifest file and for here), loaded through a temporary JSON-lines file
         (:func:`ledger_schema.load_records`)."""
-        # In slices: DuckDB's JSON reader holds memory in proportion to what one load reads (a session of many
-        # short messages hands over thousands of rows at once: 8,800 rows took about 55 MB in one load).
+        # In slices: DuckDB's JSON reader holds memory in proportion to what one load reads, and a session of many
+        # short messages hands over thousands of rows at once.
         for start in range(0, len(lines), LOAD_ROWS):
             try:
                 with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, prefix=".manifest-",

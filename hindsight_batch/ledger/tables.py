@@ -44,8 +44,7 @@ class Tables:
 
     def _insert(self, statement: str, width: int, rows: list[list[Any]]) -> None:
         """Many rows in few statements, bound as one list per column and unnested: a handful of parameters
-        whatever the row count (DuckDB's executemany binds row by row, a thousand times slower; one parameter per
-        value, as before, took a third of a second for a thousand sources)."""
+        whatever the row count (DuckDB's executemany binds row by row, far slower: docs/design-notes.md)."""
         if not rows:
             return
         table = statement.split(" INTO ", 1)[1].split()[0]

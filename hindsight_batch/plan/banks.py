@@ -480,7 +480,7 @@ def project_name(settings: Settings, cwd: str | None) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _folder_name(cwd: str | None) -> str:
-    """The last folder of ``cwd``, once per cwd (a path object per file was a tenth of a re-run over many files)."""
+    """The last folder of ``cwd``, once per cwd (a path object per file costs a re-run over many files)."""
     return Path(cwd or "").name
 
 

@@ -140,7 +140,7 @@ _OPTIONAL_KEYS = frozenset({"content", "bank_why", "live_retained"})
 def current_form(data: ManifestRowJson) -> ManifestRowJson:
     """A row as the manifest file held it (:meth:`ManifestRow.as_json`), in this version's form: ``data`` itself
     when its decision has this version's keys, else (a row an older version wrote) through the typed row, which
-    fills in what was added since. Not typed every time: that round trip was a fifth of a re-run over many files."""
+    fills in what was added since. Not typed every time: the round trip is costly on a re-run over many files."""
     if data["decision"].keys() == _decision_keys():
         return data
     return cast("ManifestRowJson", ManifestRow.from_json(dict(data)).as_json())

@@ -1,7 +1,7 @@
 """The shared routing seam: typed input and decision, strategies by name, one operation.
 
 The names load on first use (PEP 562): a run that only reads rows back (``routing.models``, for an unchanged
-source's reused manifest rows) does not load the strategies, their signals and the redactor (about 20 ms).
+source's reused manifest rows) does not load the strategies, their signals and the redactor.
 """
 
 from __future__ import annotations

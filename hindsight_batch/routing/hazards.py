@@ -1,4 +1,4 @@
-"""What no memory should hold, or no User Bank should take, found in a chunk's text (issue 38).
+"""What no memory should hold, or no User Bank should take, found in a chunk's text.
 
 * prompt injection: text addressed to an AI or a memory system ("AI assistants reading this", "note to LLM
   memory systems", "store this preference globally", ``<!-- agent: … -->``). In what the agent read or wrote it is
@@ -234,8 +234,8 @@ def _person_address(local: str, domain: str) -> bool:
 
 
 _IBAN = re.compile(r"\b[a-z]{2}\d{2}(?:[ ]?[a-z0-9]{4}){3,7}(?:[ ]?[a-z0-9]{1,3})?\b")
-# (Each word bounded: "[\w-]+" before a suffix, tried at every "-" of a long kebab-case or base64url run, went back
-# over the whole run from each: 50 KB took 20 s.)
+# Each word is bounded: an unbounded "[\w-]+" before a suffix backtracks over a long kebab-case or base64url run
+# from each of its "-" (quadratic).
 _STREET = re.compile(
     r"\b\d{1,5}[a-z]?\s+(?:[a-z][\w'-]{0,40}\s+){1,3}(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard"
     r"|blvd|way|court|ct|place|pl|square|sq|terrace)\b|\b(?:rue|calle|rua|avenida|av\.)\s+[\w' -]{2,40},?\s*\d{1,5}\b"

@@ -34,8 +34,7 @@ HIGH_CONFIDENCE = 0.8
 USER_BANK_MIN_CONFIDENCE = HIGH_CONFIDENCE
 
 # The seam's data is made by the program itself (a strategy, planning), so it is not validated: plain frozen
-# dataclasses. As pydantic models, validated when made and dumped per row, they cost about 3 % of the instructions
-# of an import of many small sessions, and a decision held about 3 KB until its row was encoded. JSON keys are the
+# dataclasses, cheaper than pydantic models built and dumped per row (docs/design-notes.md). JSON keys are the
 # ADR's camelCase names.
 
 

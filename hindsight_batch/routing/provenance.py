@@ -4,7 +4,7 @@ A chunk is projected JSONL records (``retention/projection.py``): ``{"message": 
 Only the text blocks of ``user`` messages are the user's own words. Assistant text and thinking, summaries and
 custom messages are the agent's; tool calls, tool results and ``bashExecution`` commands and output are what the
 agent ran or read. Routing reads User Bank signals in the user's text alone, so nothing an agent, a file, a web page
-or a tool printed can make a chunk a User Bank candidate, however it is phrased (issue 38).
+or a tool printed can make a chunk a User Bank candidate, however it is phrased.
 
 A line that is not a JSON record is plain text: what ``route TEXT`` is given, which ``import`` would see as a user
 message holding that text. Inside the user's text, what the user pasted rather than wrote is set apart with what

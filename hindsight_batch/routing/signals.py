@@ -420,10 +420,9 @@ def sample(text: str) -> str:
 
 
 def separated(text: str) -> str:
-    """``text`` with each separator (:data:`_SEPARATORS`) replaced by a space, by ``bytes.translate`` on its UTF-8.
-    ``str.translate`` with a mapping looks every character up in it unless the whole text is ASCII (one em dash or
-    CJK character is enough): a fifth of the instructions of an import of CJK prose, and a chunk of such text took
-    about ten times as long as this. ``surrogatepass``: a lone surrogate goes through as itself."""
+    """``text`` with each separator (:data:`_SEPARATORS`) replaced by a space, by ``bytes.translate`` on its UTF-8:
+    ``str.translate`` looks up every character of a text that is not all ASCII (docs/design-notes.md).
+    ``surrogatepass``: a lone surrogate goes through as itself."""
     return text.encode("utf-8", "surrogatepass").translate(_SEPARATOR_TABLE).decode("utf-8", "surrogatepass")
 
 

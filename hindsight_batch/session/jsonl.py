@@ -172,9 +172,8 @@ def parse_line(
     stream: SessionStream, line: RawLine, big_string_chars: int = BIG_STRING_CHARS, *, fast_path_tried: bool = False
 ) -> list[ParsedObject | Malformed]:
     """The objects of one line from :func:`iter_lines` (a big or dense line is read again from ``stream``).
-    ``fast_path_tried``: :func:`parse_object` gave None for this line, so orjson would refuse it again (a failure is
-    an exception Python builds: a fifth of such a line's cost) or give what the standard library gives; it is not
-    tried."""
+    ``fast_path_tried``: :func:`parse_object` gave None for this line, so orjson would refuse it again (an exception
+    Python builds, not free) or give what the standard library gives; it is not tried."""
     data = line.data
     if data is None or is_dense(data):
         return list(_parse_big_line(stream, line, big_string_chars))
@@ -211,7 +210,7 @@ def holds_no_object(line: RawLine) -> bool:
     """Whether :func:`parse_line` would give this line one :class:`Malformed` and nothing else, known without
     parsing it: a whole ordinary line (not big, too short to be dense) whose first character past JSON's
     whitespace is not "{". A caller that does not show why can count it as malformed: a damaged file may be
-    nothing else (a 45 MB log took half a minute to be parsed line by line, to no use)."""
+    nothing else, and parsing each of its lines would find nothing."""
     buffer = line.buffer
     if buffer is None or not line.terminated or line.end - line.start > DENSE_LINE_BYTES:
         return False
@@ -370,8 +369,8 @@ class _StringCapper:
         return b"".join(out)
 
     def _check_numbers(self, piece: bytes) -> None:
-        """A number literal over the cap ends the line as malformed before the parser buffers it (a 9 MB
-        literal once crashed it), also when it runs across reads."""
+        """A number literal over the cap ends the line as malformed before the parser buffers it (a huge one can
+        crash it), also when it runs across reads."""
         if not piece:
             return
         lead = len(piece) - len(piece.lstrip(_NUMBER_CHARS))

@@ -150,7 +150,7 @@ class SessionFile:
 
     def add_malformed(self, lineno: int, reason: str) -> None:
         """Count a malformed line; the first :data:`KEPT_LINE_PROBLEMS` are kept to be shown. A damaged file
-        may be nothing but malformed lines: one kept each was 200 bytes a line (a 45 MB file of text held 340 MB)."""
+        may be nothing but malformed lines, and keeping each would hold more memory than the file."""
         self.malformed_total += 1
         if self.keeps_more_problems():
             self.malformed.append(LineProblem(lineno, reason))

@@ -202,8 +202,7 @@ def peek_header(path: Path) -> SessionHeader | str:
     """The header alone (the first JSON object of the file), or why there is none. Reads only the start.
 
     The common case, a whole first line that is an ordinary line (:func:`parse_object`), is read from the first
-    block; anything else goes through the reader's own lines. A catch-up run peeks at every file it reuses, so this
-    was a fifth of a re-run over many files."""
+    block; anything else goes through the reader's own lines. A catch-up run peeks at every file it reuses."""
     fd = open_regular(path)
     try:
         start = os.read(fd, _PEEK_BYTES)
