@@ -7,36 +7,11 @@ holds, which entries are recall), :mod:`~hindsight_batch.prune.plan` (what goes,
 file read back against the plan) and :mod:`~hindsight_batch.prune.undo` (a backup put back). This module holds
 the entry points, :func:`prune_file` and :func:`restore`.
 
-How it stays safe:
-
-* **Plan first, from a read-only pass.** Recall entries (``custom_message`` with ``customType``
-  ``hindsight-recall``, or a ``message`` with role ``custom``/``hookMessage`` and that type; more types with
-  ``--custom-type``) are found; the children of each are re-pointed to its nearest surviving ancestor;
-  ``compaction.firstKeptEntryId`` moves to the next surviving entry on the compaction's path;
-  ``branch_summary.fromId`` moves to the nearest surviving ancestor. A ``label`` whose target is removed is
-  removed too (pi shows the last label for an entry: moved onto an ancestor, it would overwrite the user's own
-  label there). In version 1 files
-  (no ids: a linear list) entries are removed by position and each later compaction's ``firstKeptEntryIndex`` is
-  renumbered. A recall entry that is the active leaf, where removing it would make pi resume on another branch,
-  is neutralised instead: rewritten as a ``custom`` entry (kept in the tree, never sent to a model); so is a
-  dropped label there.
-* **Links.** A symlink is pruned at its target (the link stays a link). A file with other hard links is refused
-  unless ``--force``: the rename changes this name only, the other names keep the old file.
-* **Only the bytes that must change.** The new file is the old one with removed lines cut out and changed
-  values replaced in place (a re-pointed ``parentId`` is swapped as a byte span when the line starts with pi's own
-  key order, otherwise the line is re-serialized compactly with its key order and non-ASCII text). Blank,
-  malformed and glued lines are copied as they are: pi drops each of them whole, so none is an entry of the tree
-  the plan works on (a glued object may keep pointing at a removed entry; recall inside one is reported).
-* **Atomic, with a backup.** The new content goes to an unnamed temporary file in the same folder (``O_TMPFILE``,
-  so a kill leaves nothing behind), is fsynced, given the original's permissions, owner and mtime (pi picks "the
-  newest session" by mtime), and renamed over the original, the folder fsynced (:func:`hindsight_batch.base.fsutil.
-  replace_file`). The original bytes stay as a hard-linked backup,
-  made 0600 once it is the inode's only name (a private copy with ``--backup-dir`` on another file system, or
-  when other hard links could still change the inode). A file that changed during the run, or was modified
-  within ``--min-age`` (a live session), is refused unless ``--force``.
-* **Checked afterwards.** The new file is read back: its bytes hash to what was written, every ``parentId``
-  resolves (or is null), no label points at a removed entry, and the active path equals the old one minus the
-  removed entries. If not, the backup is put back.
+How it stays safe, in short (docs/prune.md has every rule): the plan comes from one read-only pass; only the bytes
+that must change change (children re-pointed, labels on removed entries dropped, a recall leaf neutralised rather
+than removed); the new file replaces the old atomically, with the original kept as a backup, and a file that is
+live (``--min-age``), changing or hard-linked elsewhere is refused unless ``--force``; the new file is read back and
+the backup put back if it is not what was planned.
 """
 
 from __future__ import annotations
