@@ -9,7 +9,7 @@ One chunk can have several rows (one per target bank); the ``chunks`` view folds
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from hindsight_batch.errors import UsageError
 from hindsight_batch.ledger import RUN_ROWS_FILTER
@@ -18,7 +18,7 @@ from hindsight_batch.ledger.engine import duckdb
 
 def rows_view(db: duckdb.DuckDBPyConnection) -> None:
     """``review_rows``: the ledger's manifest rows as the page reads them (one column per manifest field; see
-    ``sinks/manifest_table.py``). Rows migrated from a version-1 ledger have no project, times or skip reason."""
+    ``ledger/manifest_table.py``). Rows migrated from a version-1 ledger have no project, times or skip reason."""
     db.execute("CREATE OR REPLACE TEMP VIEW review_rows AS SELECT * EXCLUDE (annotations) FROM manifest")
 
 
@@ -42,18 +42,83 @@ _CHUNKS = """
 """
 
 
+class ReviewRun(TypedDict):
+    run_id: str
+    command: str
+    mode: str
+    started_at: str | None
+    finished_at: str | None
+    status: str
+
+
+class Destination(TypedDict):
+    """A bank the run writes to, for one project."""
+
+    bank: str
+    project: str | None
+    sessions: int
+    chunks: int
+    bytes: int
+    first: str | None  # the earliest chunk's start
+    last: str | None
+
+
+class Suggestion(TypedDict):
+    """A chunk routing would also write to the User Bank, not written in explicit-only mode."""
+
+    session: str
+    project: str | None
+    segment: str
+    chunk: int
+    route: str
+    confidence: float
+    reason: str
+    user_bank: str | None  # its id
+
+
+class ReviewChunk(TypedDict):
+    """One chunk as the page's script reads it (short keys: the page holds thousands)."""
+
+    seg: str
+    i: int
+    first: str
+    last: str
+    route: str
+    conf: float
+    reason: str
+    skip: str | None
+    tags: list[str]
+    status: str
+    banks: list[str]
+    bytes: int
+    red: dict[str, int]  # redactions by rule
+    content: str | None
+
+
+class ReviewSession(TypedDict):
+    id: str
+    file: str
+    project: str | None
+    start: str | None
+    end: str | None
+    banks: list[str]
+    routes: list[str]
+    bytes: int
+    chunks: list[ReviewChunk]
+
+
 @dataclass
 class ReviewData:
     """Everything the page shows; lists of plain values, ready for JSON."""
 
-    run: dict[str, Any]
-    destinations: list[dict[str, Any]] = field(default_factory=list)
+    run: ReviewRun
+    destinations: list[Destination] = field(default_factory=list)
     timeline: list[tuple[str, str, int]] = field(default_factory=list)  # (bank, week start, chunks)
     skipped: list[tuple[str, int]] = field(default_factory=list)
     dropped: list[tuple[str, int]] = field(default_factory=list)
     redactions: list[tuple[str, int]] = field(default_factory=list)
-    suggestions: list[dict[str, Any]] = field(default_factory=list)
-    sessions: list[dict[str, Any]] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    sessions: list[ReviewSession] = field(default_factory=list)
     chunks: int = 0
 
 
@@ -61,7 +126,7 @@ def _iso(value: Any) -> str | None:
     return None if value is None else str(value.isoformat() if hasattr(value, "isoformat") else value)
 
 
-def _pick_run(db: duckdb.DuckDBPyConnection, run_id: str | None) -> dict[str, Any]:
+def _pick_run(db: duckdb.DuckDBPyConnection, run_id: str | None) -> ReviewRun:
     if run_id is None:
         # The latest run with a plan: rows of its own, or (a dry run) sources it reused, whose rows it takes as its
         # own (RUN_ROWS_FILTER); an applied re-run over unchanged files has neither.
@@ -112,8 +177,8 @@ def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> Rev
         "'not-written') OR skip_reason IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()]
     data.dropped = _counts(db, "messages_dropped")
     data.redactions = _counts(db, "redactions")
-    # A User Bank suggestion: in explicit-only mode the decision keeps a User Bank ("global") target that is not
-    # written (routing/strategy.py); the chunk goes to the project bank only.
+    # A User Bank suggestion: in explicit-only mode the decision keeps a User Bank target (bankRole "global",
+    # routing.models.USER_BANK) that is not written (routing/strategy.py); the chunk goes to the project bank only.
     data.suggestions = [
         {"session": r[0], "project": r[1], "segment": r[2], "chunk": r[3], "route": r[4], "confidence": r[5],
          "reason": r[6], "user_bank": r[7]}
@@ -127,7 +192,7 @@ def load_review(db: duckdb.DuckDBPyConnection, run_id: str | None = None) -> Rev
     return data
 
 
-def _sessions(db: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def _sessions(db: duckdb.DuckDBPyConnection) -> list[ReviewSession]:
     """Every session with its chunks (compact keys: the page holds thousands)."""
     # Sessions by when they started (undated ones last); a session's chunks in order, its main branch first.
     rows = db.execute(
@@ -136,7 +201,7 @@ def _sessions(db: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         "last_entry_id, route, confidence, reason, skip_reason, tags, bytes, status, banks, redactions, content "
         "FROM review_chunks WINDOW w AS (PARTITION BY source_file) "
         "ORDER BY 6 NULLS LAST, source_file, segment <> 'main', segment, chunk_index").fetchall()
-    sessions: dict[str, dict[str, Any]] = {}
+    sessions: dict[str, ReviewSession] = {}
     for (session, source, segment, index, project, started, ended, first, last, route, confidence, reason, skip,
          tags, size, status, banks, redactions, content) in rows:
         s = sessions.get(source)
