@@ -19,7 +19,7 @@ from hindsight_batch.session.discovery import find_session_files
 
 if TYPE_CHECKING:
     from hindsight_batch.commands.forget import ForgetReport
-    from hindsight_batch.commands.verify import VerifyReport
+    from hindsight_batch.commands.verify import StaleDocument, VerifyReport
     from hindsight_batch.config.model import Settings
     from hindsight_batch.importing.accounting import ImportSummary
     from hindsight_batch.ledger import Ledger
@@ -76,7 +76,7 @@ class ImportOptions:
 class StaleDocuments:
     """The server's documents of planned sessions that the current plan no longer has."""
 
-    documents: list[dict[str, str]]
+    documents: list[StaleDocument]
     deleted: int  # with apply: how many were deleted; else how many would be
     applied: bool
 

@@ -40,6 +40,6 @@ def build_report(ledger: Ledger, run_id: str | None = None, last_runs: int = 10)
         "redactions_by_rule": dict(counts.redactions),
         "documents_by_status": ledger.documents_by_status(),
         "forgotten": ledger.forgotten(run_id) if run_id else {},  # what `forget --run` removed of this run
-        "failed_files": [{"file": f[0], "line": f[1], "reason": f[2]} for f in (ledger.failed_files(run_id)
-                                                                              if run_id else [])],
+        "failed_files": [{"file": f.file, "line": f.line, "reason": f.reason}
+                         for f in (ledger.failed_files(run_id) if run_id else [])],
     }

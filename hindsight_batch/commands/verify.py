@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from hindsight_batch.ledger import DocumentRow, Ledger
 from hindsight_batch.sinks.hindsight import HindsightClient
@@ -27,16 +27,35 @@ _OPEN = {"pending", "processing"}
 _GONE = ("forgotten", "stale-deleted")
 
 
+class ServerDocument(TypedDict):
+    bank_id: str
+    document_id: str
+
+
+class StaleDocument(ServerDocument):
+    session_id: str
+
+
+class UndeliveredDocument(ServerDocument):
+    """A planned document the server does not hold (yet: ``pending`` while its operation is open)."""
+
+    ledger_status: str
+
+
+class MismatchedDocument(ServerDocument):
+    fields: list[str]  # content_hash, tags, metadata: what differs
+
+
 @dataclass
 class VerifyReport:
     banks: list[str] = field(default_factory=list)
     checked: int = 0
     matching: int = 0
-    missing: list[dict[str, str]] = field(default_factory=list)
-    pending: list[dict[str, str]] = field(default_factory=list)
-    mismatched: list[dict[str, Any]] = field(default_factory=list)
-    stale: list[dict[str, str]] = field(default_factory=list)
-    extra: list[dict[str, str]] = field(default_factory=list)
+    missing: list[UndeliveredDocument] = field(default_factory=list)
+    pending: list[UndeliveredDocument] = field(default_factory=list)
+    mismatched: list[MismatchedDocument] = field(default_factory=list)
+    stale: list[ServerDocument] = field(default_factory=list)
+    extra: list[ServerDocument] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -93,10 +112,10 @@ class Planned:
                 and session_of(doc) in self.planned_sessions and (bank_id, doc_id) not in self.in_plan)
 
 
-def stale_documents(ledger: Ledger, client: HindsightClient, bank: str | None = None) -> list[dict[str, str]]:
+def stale_documents(ledger: Ledger, client: HindsightClient, bank: str | None = None) -> list[StaleDocument]:
     """The server's ``pi-import:`` documents of sessions this ledger planned that the current plan no longer has."""
     planned = Planned(ledger, bank)
-    found = []
+    found: list[StaleDocument] = []
     for bank_id in planned.banks:
         for doc in client.documents(bank_id):
             if planned.is_stale(bank_id, doc):
@@ -136,7 +155,7 @@ def verify(ledger: Ledger, client: HindsightClient, bank: str | None = None) -> 
             if doc_id in seen:
                 continue
             report.checked += 1
-            entry = {"bank_id": bank_id, "document_id": doc_id, "ledger_status": row.status}
+            entry: UndeliveredDocument = {"bank_id": bank_id, "document_id": doc_id, "ledger_status": row.status}
             status = client.operation(bank_id, row.operation_id).get("status") if row.operation_id else None
             if row.status in ("sent", "pending") and status in _OPEN:
                 report.pending.append(entry)

@@ -57,6 +57,52 @@ class FileProblem(TypedDict):
     reason: str
 
 
+class FileNote(TypedDict):
+    """A file the summary lists, and why (not a session yet, a session skipped)."""
+
+    file: str
+    reason: str
+
+
+class DuplicateSession(TypedDict):
+    file: str
+    same_session_as: str  # the file the session was first read from
+
+
+class CursorFallback(TypedDict):
+    file: str
+    note: str  # why the retain cursor could not be used as it is
+
+
+class WithoutBank(TypedDict):
+    """A session skipped for want of a bank, and the exact fix."""
+
+    file: str
+    cwd: str
+    reason: str
+    fix: str
+
+
+class BankUnnamed(TypedDict):
+    """A session planned into this tool's own bank, which no live extension reads."""
+
+    file: str
+    bank: str
+    reason: str
+
+
+class QueuedByExtension(TypedDict):
+    file: str
+    queue: str
+    left_out: int  # messages hindsight-pi's queue still holds, left for flush
+    unplaced: int  # queued records that match no entry
+
+
+class ProjectBank(TypedDict):
+    sessions: int
+    why: str  # how the bank was chosen
+
+
 class UploadCounts(TypedDict):
     """What an applied import's requests came to (the summary's ``upload``)."""
 
@@ -99,21 +145,21 @@ class ImportSummary:
     sessions: int = 0
     unchanged_files: int = 0
     filtered_out: int = 0
-    not_sessions: list[dict[str, str]] = field(default_factory=list)  # empty files
+    not_sessions: list[FileNote] = field(default_factory=list)  # empty files
     failed_files: list[FileProblem] = field(default_factory=list)
-    duplicates: list[dict[str, str]] = field(default_factory=list)
+    duplicates: list[DuplicateSession] = field(default_factory=list)
     catch_up_skipped: list[dict[str, str]] = field(default_factory=list)
-    sessions_skipped: list[dict[str, str]] = field(default_factory=list)  # no bank, or retained live
+    sessions_skipped: list[FileNote] = field(default_factory=list)  # no bank, or retained live
     # Sessions a live extension's switch covers (hindsight_batch/extension/switches.py), left out or (import without
     # --respect-switches) reported only; and retain cursors that could not be used as they are (a fallback).
     switched_off: list[dict[str, Any]] = field(default_factory=list)
-    cursor_fallbacks: list[dict[str, str]] = field(default_factory=list)
-    queued_by_extension: list[dict[str, Any]] = field(default_factory=list)  # hindsight-pi's queued records
+    cursor_fallbacks: list[CursorFallback] = field(default_factory=list)
+    queued_by_extension: list[QueuedByExtension] = field(default_factory=list)  # hindsight-pi's queued records
     # Sessions skipped for want of a bank (the run exits 1), each with the exact fix; and sessions planned into
     # this tool's own bank because no live extension was configured or found (--apply does not send them).
-    without_bank: list[dict[str, str]] = field(default_factory=list)
-    bank_unnamed: list[dict[str, str]] = field(default_factory=list)
-    banks: dict[str, dict[str, Any]] = field(default_factory=dict)  # project bank → sessions, why
+    without_bank: list[WithoutBank] = field(default_factory=list)
+    bank_unnamed: list[BankUnnamed] = field(default_factory=list)
+    banks: dict[str, ProjectBank] = field(default_factory=dict)  # by project bank
     live_retained: Counter[str] = field(default_factory=Counter)  # decision → sessions
     live_unchecked: str | None = None
     stopped_early: bool = False
@@ -302,7 +348,7 @@ def _without_mode(reason: str) -> str:
     return reason_without_mode(reason)
 
 
-def _bank_fix(skipped: list[dict[str, str]]) -> list[str]:
+def _bank_fix(skipped: list[WithoutBank]) -> list[str]:
     """The fixes for the sessions skipped for want of a bank, each once: ``--map`` flags by the folders that are
     gone (the longest folder that holds several of them is not guessed: one flag per cwd)."""
     return list(dict.fromkeys(entry["fix"] for entry in skipped if entry.get("fix")))
