@@ -51,8 +51,8 @@ class PlanTask:
     keep_items: bool = True  # False: nothing is sent (a dry run); the plan comes back without its items' text
 
     def __reduce__(self) -> tuple[Callable[..., PlanTask], tuple[object, ...]]:
-        """Pickled with its settings as bytes pickled once per settings object (many sessions share one; a
-        pydantic model took nine tenths of a task's pickling, both ways)."""
+        """Pickled with its settings as bytes pickled once per settings object: many sessions share one, and a
+        pydantic model is most of what a task costs to pickle."""
         return _task, (self.path, self.header, _settings_pickled(self.settings), self.fingerprint_key, self.run_id,
                        self.include_content, self.handled, self.hash_file, self.keep_items)
 
@@ -170,10 +170,9 @@ def _drop_items(plan: SessionPlan) -> None:
 PlanOutcome = tuple[SessionPlan, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
 WORKER_BACKLOG_FILES = 4096  # and files: tiny sessions, thousands to a MB, must not all queue when workers lag
-# Small files go to a worker in batches: a task costs both processes a fraction of a millisecond (pickling, pipes,
-# the pool's threads), which was a fifth of an import of many small sessions. A batch is handed out when it holds
-# this many files or bytes, or when its first file has waited this long (so workers never idle while the parent
-# prepares slowly); a file of BATCH_BYTES or more goes alone.
+# Small files go to a worker in batches, as each task costs both processes pickling, pipes and the pool's threads
+# (docs/performance.md). A batch is handed out when it holds this many files or bytes, or when its first file has
+# waited this long (so workers never idle while the parent prepares slowly); a file of BATCH_BYTES or more goes alone.
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 BATCH_SECONDS = 0.05
