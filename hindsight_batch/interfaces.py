@@ -11,10 +11,11 @@ The pipeline in order (a session file's way through ``import``; ``flush`` starts
 * chunk: ``plan/chunking.py``;
 * route: ``routing/`` (a :class:`RoutingStrategy`, the decision and its ``skip_reason``);
 * plan: ``plan/planning.py``, ``plan/items.py`` (retain items), ``plan/rows.py`` (the typed ``ManifestRow``);
-* sinks: ``sinks/manifest.py``, ``ledger/`` (:class:`ManifestSink`), ``sinks/upload.py`` with
-  ``sinks/hindsight.py`` (:class:`DocumentSink`);
-* wiring: ``importing/importer.py`` with ``importing/accounting.py``, ``importing/duplicates.py``,
-  ``importing/progress.py``, ``importing/workers.py``; ``queue/flush.py`` for the queues.
+* sinks: ``sinks/manifest.py`` (:class:`ManifestSink`), ``ledger/`` (:class:`LedgerSink`), ``sinks/upload.py``
+  with ``sinks/hindsight.py`` (:class:`DocumentSink`);
+* wiring: ``importing/importer.py``: ``importing/selection.py`` (each file skipped, reused or planned),
+  planning here or in ``importing/workers.py``, then the sinks (``importing/ledger_batch.py``,
+  ``importing/sending.py``) and the summary (``importing/accounting.py``); ``queue/flush.py`` for the queues.
 
 The folders' order is declared once, in ``scripts/module_graph.py``'s ``STAGES``. This module imports the stages'
 types only to name them (no stage depends on it at run time); tests/test_interfaces.py checks the concrete classes
@@ -23,19 +24,20 @@ and modules against these protocols (mypy reads it too).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from hindsight_batch.ledger import DocumentRow
-    from hindsight_batch.plan.rows import ManifestRow
+    from hindsight_batch.ledger import DocumentRow, ReviewedSource
+    from hindsight_batch.plan.rows import SourceRecord
     from hindsight_batch.queue.store import QueueContents
     from hindsight_batch.routing.strategy import RoutingStrategy
     from hindsight_batch.session.model import EntryNode
     from hindsight_batch.sinks.upload import UploadStats
 
-__all__ = ["DocumentSink", "EntryVisitor", "ManifestSink", "QueueSource", "RoutingStrategy", "SessionSource"]
+__all__ = ["DocumentSink", "EntryVisitor", "LedgerSink", "ManifestSink", "QueueSource", "RoutingStrategy",
+           "SessionSource"]
 
 
 def __getattr__(name: str) -> Any:
@@ -88,16 +90,42 @@ class EntryVisitor(Protocol):
 
 
 class ManifestSink(Protocol):
-    """Where manifest rows go: the manifest file (``ManifestWriter``) and the ledger (``Ledger``)."""
+    """Where an import's manifest rows go, a session's at a time (``sinks/manifest.ManifestWriter``)."""
 
-    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
-        """Keep these rows (a session's, or a batch of sessions'); a row that cannot be stored raises before any
-        of them is."""
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        """These rows, each already encoded as one JSON line (``sinks/manifest.encode_line``)."""
+        ...
+
+    def close(self, complete: bool = True) -> None:
+        """The run ended: keep the rows when it ``complete``d, else drop them."""
+        ...
+
+
+class LedgerSink(Protocol):
+    """What an import writes to the ledger, in batches (``importing/ledger_batch.py``; the ``Ledger``)."""
+
+    def add_manifest_records(self, lines: Sequence[bytes]) -> None:
+        """Manifest rows, each already encoded for the ledger (``ledger/manifest_table.record_line``)."""
+        ...
+
+    def record_sources(self, rows: Sequence[SourceRecord]) -> None:
+        """Sources just read, after their rows: a source is marked read only once its rows are in."""
+        ...
+
+    def record_run_sources(self, run_id: str, rows: Sequence[ReviewedSource]) -> None:
+        """What the dry run ``run_id`` saw of each source it planned or reused (``--from-run`` checks it)."""
+        ...
+
+    def record_headers(self, rows: Sequence[tuple[str, str]]) -> None:
+        """(path, header) of reused sources the ledger recorded without a header."""
         ...
 
 
 class DocumentSink(Protocol):
     """Where retain items go with ``--apply``: the Hindsight server, through the ledger (``sinks/upload.Uploader``)."""
+
+    changed: Callable[[], None] | None
+    """Told when items are sent, confirmed or failed (the progress bar); None: nobody is told."""
 
     @property
     def stats(self) -> UploadStats:
@@ -115,4 +143,3 @@ class DocumentSink(Protocol):
     def wait_for_operations(self, timeout: float) -> int:
         """Wait up to ``timeout`` seconds for the server's asynchronous operations; how many are still open."""
         ...
-

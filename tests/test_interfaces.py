@@ -8,11 +8,19 @@ protocol member exists on each implementation and takes the arguments the protoc
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import pytest
 
-from hindsight_batch.interfaces import DocumentSink, EntryVisitor, ManifestSink, QueueSource, SessionSource
+from hindsight_batch.interfaces import (
+    DocumentSink,
+    EntryVisitor,
+    LedgerSink,
+    ManifestSink,
+    QueueSource,
+    SessionSource,
+)
 from hindsight_batch.ledger import Ledger
 from hindsight_batch.queue import store
 from hindsight_batch.retention.records import RecordMaker
@@ -26,13 +34,14 @@ from hindsight_batch.sinks.upload import Uploader
 sessions: SessionSource = discovery
 queues: QueueSource = store
 visitors: list[type[EntryVisitor]] = [RecordMaker, EntryCallback]
-manifest_sinks: list[type[ManifestSink]] = [ManifestWriter, Ledger]
+manifest_sink: type[ManifestSink] = ManifestWriter
+ledger_sink: type[LedgerSink] = Ledger
 document_sink: type[DocumentSink] = Uploader
 strategies: list[type[RoutingStrategy]] = [ProjectGlobalDefault, DryRunOnly]
 
 PAIRS: list[tuple[Any, object]] = [
     (SessionSource, discovery), (QueueSource, store),
-    *((EntryVisitor, v) for v in visitors), *((ManifestSink, s) for s in manifest_sinks),
+    *((EntryVisitor, v) for v in visitors), (ManifestSink, ManifestWriter), (LedgerSink, Ledger),
     (DocumentSink, Uploader), *((RoutingStrategy, s) for s in strategies),
 ]
 
@@ -47,7 +56,8 @@ def _has(implementation: object, name: str) -> bool:
     if hasattr(implementation, name):
         return True
     try:
-        return inspect.isclass(implementation) and f"self.{name} =" in inspect.getsource(implementation)
+        source = inspect.getsource(implementation) if inspect.isclass(implementation) else ""
+        return re.search(rf"self\.{name}\s*[:=]", source) is not None  # set, or declared and set
     except (OSError, TypeError):  # no source (compiled, or made at run time)
         return False
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hindsight_batch.importing import importer
+from hindsight_batch.importing import selection
 from hindsight_batch.ledger import Ledger
 from hindsight_batch.ledger.schema import SCHEMA_VERSION
 from hindsight_batch.plan.rows import SourceRecord
@@ -39,13 +39,13 @@ def _sessions(folder: Path, count: int = 3) -> list[Path]:
 def peeks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The files the importer opens to read a header, in order."""
     opened: list[Path] = []
-    real: Callable[[Path], Any] = importer.peek_header
+    real: Callable[[Path], Any] = selection.peek_header
 
     def counting(path: Path) -> Any:
         opened.append(path)
         return real(path)
 
-    monkeypatch.setattr(importer, "peek_header", counting)
+    monkeypatch.setattr(selection, "peek_header", counting)
     return opened
 
 

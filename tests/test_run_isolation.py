@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from hindsight_batch.errors import EXIT_CONFIG, EXIT_INTERNAL, ConfigError
-from hindsight_batch.importing import importer, workers
+from hindsight_batch.importing import importer, selection, workers
 from hindsight_batch.ledger import core as ledger_module
 from hindsight_batch.plan.rows import ManifestRow
 from tests.conftest import REPO, SessionBuilder, invoke, read_manifest
@@ -73,7 +73,7 @@ def test_every_kind_of_file_failure_is_listed_and_the_other_files_are_imported(
     sessions_unreadable = sessions(tmp_path / "more", 2, prefix="other")
     unreadable, crashing = sessions_unreadable
     # Unreadable at the header peek (tests run as root, who can read a 0000 file: the error is injected).
-    monkeypatch.setattr(importer, "peek_header", fail_for({unreadable.name}, importer.peek_header,
+    monkeypatch.setattr(selection, "peek_header", fail_for({unreadable.name}, selection.peek_header,
                                                           PermissionError(13, "Permission denied")))
     # Planning fails inside the planner (here or in a worker process), quoting a secret it choked on.
     error = ValueError(f"cannot handle token {SECRET} in entry")
@@ -296,7 +296,7 @@ def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
 ) -> None:
     folder = tmp_path / "sessions"
     paths = sessions(folder, 3)
-    original = importer.cursor_verdict
+    original = selection.cursor_verdict
 
     def verdict(cwd: str | None, path: Path, env: Any = None) -> Any:
         if path == paths[1]:
@@ -305,7 +305,7 @@ def test_a_file_whose_catch_up_verdict_cannot_be_read_fails_alone(
             raise PermissionError(13, "Permission denied", "/work/demo/.pi/hindsight/state.json")
         return original(cwd, path, env)
 
-    monkeypatch.setattr(importer, "cursor_verdict", verdict)
+    monkeypatch.setattr(selection, "cursor_verdict", verdict)
     result = invoke(runner, "import", str(folder), "--catch-up", "--json")
     assert result.exit_code == 1
     summary = json.loads(result.output)

@@ -152,7 +152,7 @@ def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
 ) -> None:
     """Catch-up reads the session file again for hindsight-pi's switches and pi-hindsight's cursor after its header:
     a FIFO swapped in by then blocked the run for ever, holding the ledger lock."""
-    from hindsight_batch.importing import importer
+    from hindsight_batch.importing import selection
 
     folder = tmp_path / "sessions"
     paths = []
@@ -163,7 +163,7 @@ def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
         paths.append(b.write(folder / f"s{n}.jsonl"))
     (tmp_path / "project" / ".pi" / "hindsight").mkdir(parents=True)
     (tmp_path / "project" / ".pi" / "hindsight" / "retain-cursors.json").write_text('{"version":3,"sessions":{}}')
-    real = importer.peek_header
+    real = selection.peek_header
 
     def peek(path: Path) -> Any:
         header = real(path)
@@ -171,7 +171,7 @@ def test_catch_up_fails_a_file_swapped_after_its_header_was_read(
             swap(path, kind)
         return header
 
-    monkeypatch.setattr(importer, "peek_header", peek)
+    monkeypatch.setattr(selection, "peek_header", peek)
     manifest = tmp_path / "m.jsonl"
     result = invoke(runner, "import", str(folder), "--catch-up", "--manifest", str(manifest), "--state",
                     str(tmp_path / "state"), "--jobs", "1", "--json")

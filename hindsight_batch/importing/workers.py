@@ -51,8 +51,8 @@ class PlanTask:
     keep_items: bool = True  # False: nothing is sent (a dry run); the plan comes back without its items' text
 
     def __reduce__(self) -> tuple[Callable[..., PlanTask], tuple[object, ...]]:
-        """Pickled with its settings as bytes pickled once per settings object (many sessions share one; a
-        pydantic model took nine tenths of a task's pickling, both ways)."""
+        """Pickled with its settings as bytes pickled once per settings object: many sessions share one, and a
+        pydantic model is most of what a task costs to pickle."""
         return _task, (self.path, self.header, _settings_pickled(self.settings), self.fingerprint_key, self.run_id,
                        self.include_content, self.handled, self.hash_file, self.keep_items)
 
@@ -170,10 +170,9 @@ def _drop_items(plan: SessionPlan) -> None:
 PlanOutcome = tuple[SessionPlan, StageTimes, str | None]  # the plan, its stage times, the file's SHA-256
 WORKER_BACKLOG_BYTES = 512 << 20
 WORKER_BACKLOG_FILES = 4096  # and files: tiny sessions, thousands to a MB, must not all queue when workers lag
-# Small files go to a worker in batches: a task costs both processes a fraction of a millisecond (pickling, pipes,
-# the pool's threads), which was a fifth of an import of many small sessions. A batch is handed out when it holds
-# this many files or bytes, or when its first file has waited this long (so workers never idle while the parent
-# prepares slowly); a file of BATCH_BYTES or more goes alone.
+# Small files go to a worker in batches, as each task costs both processes pickling, pipes and the pool's threads
+# (docs/performance.md). A batch is handed out when it holds this many files or bytes, or when its first file has
+# waited this long (so workers never idle while the parent prepares slowly); a file of BATCH_BYTES or more goes alone.
 BATCH_FILES = 16
 BATCH_BYTES = 1 << 20
 BATCH_SECONDS = 0.05
@@ -252,109 +251,137 @@ def run_in_workers(
     planned, the other workers go on with the files after it; their plans wait for it, up to
     ``WORKER_BACKLOG_BYTES`` of session files (a plan keeps only a few percent of that) or
     ``WORKER_BACKLOG_FILES`` files."""
-    waiting: deque[_Waiting[Job]] = deque()
-    pending: list[tuple[Job, int]] = []  # (job, ticket) of the batch being gathered, not yet handed out
-    pending_bytes = 0
-    pending_since = 0.0
-    reading: dict[int, Job] = {}  # ticket -> a file submitted and not yet done: its reports are passed on
-    tickets = iter(range(1 << 62))
-    backlog = 0
-    reports, progress = _context().Pipe(duplex=False) if read is not None else (None, None)
-    pool = worker_pool(jobs, progress)
+    line = _WorkerLine(jobs, task_for, done, read)
+    try:
+        for job in prepared:
+            line.add(job)
+        line.hand_out()
+        while line.waiting:
+            line.finish_first()
+        line.pool.shutdown(wait=True)
+    except BaseException:
+        end_workers(line.pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
+        raise
+    finally:
+        line.close()
 
-    def submit(batch: list[tuple[Job, int]]) -> None:
+
+class _WorkerLine(Generic[Job]):
+    """The files handed to workers and not yet done, in file order, and the batch being gathered."""
+
+    def __init__(self, jobs: int, task_for: Callable[[Job], PlanTask],
+                 done: Callable[[Job, PlanOutcome | BaseException], None],
+                 read: Callable[[Job, int], None] | None) -> None:
+        self.jobs = jobs
+        self.task_for = task_for
+        self.done = done
+        self.read = read
+        self.waiting: deque[_Waiting[Job]] = deque()
+        self.pending: list[tuple[Job, int]] = []  # (job, ticket) of the batch being gathered, not yet handed out
+        self.pending_bytes = 0
+        self.pending_since = 0.0
+        self.reading: dict[int, Job] = {}  # ticket -> a file submitted and not yet done: its reports are passed on
+        self.tickets = iter(range(1 << 62))
+        self.backlog = 0
+        self.reports: Connection | None = None  # the parent's end of the workers' progress pipe
+        self.progress: Connection | None = None  # the workers' end
+        if read is not None:
+            self.reports, self.progress = _context().Pipe(duplex=False)
+        self.pool = worker_pool(jobs, self.progress)
+
+    def add(self, job: Job) -> None:
+        """A file to plan: alone when large (the files before it stay before it), else into the batch; then every
+        file whose plan is in (or, when too much waits, the first) is finished."""
+        ticket = next(self.tickets)
+        if job.size >= BATCH_BYTES:
+            self.hand_out()
+            self.submit([(job, ticket)])
+        else:
+            if not self.pending:
+                self.pending_since = time.monotonic()
+            self.pending.append((job, ticket))
+            self.pending_bytes += job.size
+            if (len(self.pending) >= BATCH_FILES or self.pending_bytes >= BATCH_BYTES
+                    or time.monotonic() - self.pending_since >= BATCH_SECONDS):
+                self.hand_out()
+        self.backlog += job.size
+        self.pass_reports()
+        while self.backlogged() or (self.waiting and self.waiting[0].future.done()):
+            self.finish_first()
+
+    def submit(self, batch: list[tuple[Job, int]]) -> None:
         """Hand ``batch`` to a worker; its files wait in line for their plans."""
         try:
-            future: Batch = pool.submit(plan_batch, [(task_for(job), ticket) for job, ticket in batch])
+            future: Batch = self.pool.submit(plan_batch, [(self.task_for(job), ticket) for job, ticket in batch])
         except BrokenProcessPool as exc:
             # A worker died before its own future said so: these jobs wait in line like the others in flight,
             # and reaching the head of the line finds the broken pool (finish_first starts a fresh one).
             future = Future()
             future.set_exception(exc)
         for place, (job, ticket) in enumerate(batch):
-            reading[ticket] = job
-            waiting.append(_Waiting(job, future, place, ticket))
+            self.reading[ticket] = job
+            self.waiting.append(_Waiting(job, future, place, ticket))
 
-    def hand_out() -> None:
-        nonlocal pending, pending_bytes
-        if pending:
-            batch, pending, pending_bytes = pending, [], 0
-            submit(batch)
+    def hand_out(self) -> None:
+        """The batch being gathered, to a worker."""
+        if self.pending:
+            batch, self.pending, self.pending_bytes = self.pending, [], 0
+            self.submit(batch)
 
-    def pass_reports() -> None:
+    def pass_reports(self) -> None:
         """Every report already in the pipe, to ``read`` (a file done or given up is ignored)."""
-        while reports is not None and read is not None and reports.poll():
-            ticket, offset = _REPORT.unpack(reports.recv_bytes())
-            job = reading.get(ticket)
+        while self.reports is not None and self.read is not None and self.reports.poll():
+            ticket, offset = _REPORT.unpack(self.reports.recv_bytes())
+            job = self.reading.get(ticket)
             if job is not None:
-                read(job, offset)
+                self.read(job, offset)
 
-    def result(future: Batch, place: int) -> PlanOutcome | BaseException:
+    def result(self, future: Batch, place: int) -> PlanOutcome | BaseException:
         """The file's outcome, the bar moving while a worker reads (a bounded wait at a time, never a busy loop)."""
-        while reports is not None and not future.done():
-            pass_reports()
+        while self.reports is not None and not future.done():
+            self.pass_reports()
             wait([future], timeout=PROGRESS_POLL)
         outcomes = future.result()
-        pass_reports()  # the worker wrote its last reports before its plans: all are in the pipe now
+        self.pass_reports()  # the worker wrote its last reports before its plans: all are in the pipe now
         return outcomes[place]
 
-    def backlogged() -> bool:
+    def backlogged(self) -> bool:
         """So much handed out and not done that the parent waits for the first file before preparing more."""
-        return len(waiting) > jobs and (backlog > WORKER_BACKLOG_BYTES or len(waiting) > WORKER_BACKLOG_FILES)
+        return len(self.waiting) > self.jobs and (self.backlog > WORKER_BACKLOG_BYTES
+                                                  or len(self.waiting) > WORKER_BACKLOG_FILES)
 
-    def finish_first() -> None:
-        nonlocal backlog, pool
-        job, future, place, ticket = waiting.popleft()
-        backlog -= job.size
+    def finish_first(self) -> None:
+        """The first file in line: its outcome to ``done`` (a :class:`HindsightBatchError` ends the run)."""
+        job, future, place, ticket = self.waiting.popleft()
+        self.backlog -= job.size
         outcome: PlanOutcome | BaseException
         try:
-            outcome = result(future, place)
+            outcome = self.result(future, place)
         except BrokenProcessPool:
-            # A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with it.
-            # The others go to a fresh pool, one file a batch; this file is planned again on its own, so a file
-            # that kills its worker twice is the one that failed.
-            pool.shutdown(wait=False, cancel_futures=True)
-            pool = worker_pool(jobs, progress)
-            again = [(w.job, w.ticket) for w in waiting]
-            waiting.clear()
-            for one in again:
-                submit([one])
-            outcome = _plan_alone(task_for(job))
+            outcome = self.after_a_worker_died(job)
         except Exception as exc:  # the batch could not be sent or returned (pickling): its files fail, the run goes on
             outcome = exc
         finally:
-            del reading[ticket]
+            del self.reading[ticket]
         if isinstance(outcome, HindsightBatchError):
             raise outcome
-        done(job, outcome)
+        self.done(job, outcome)
 
-    try:
-        for job in prepared:
-            ticket = next(tickets)
-            if job.size >= BATCH_BYTES:
-                hand_out()  # the files before it stay before it
-                submit([(job, ticket)])
-            else:
-                if not pending:
-                    pending_since = time.monotonic()
-                pending.append((job, ticket))
-                pending_bytes += job.size
-                if (len(pending) >= BATCH_FILES or pending_bytes >= BATCH_BYTES
-                        or time.monotonic() - pending_since >= BATCH_SECONDS):
-                    hand_out()
-            backlog += job.size
-            pass_reports()
-            while backlogged() or (waiting and waiting[0].future.done()):
-                finish_first()
-        hand_out()
-        while waiting:
-            finish_first()
-        pool.shutdown(wait=True)
-    except BaseException:
-        end_workers(pool)  # an interrupt or a failed run: no worker goes on planning a file nobody waits for
-        raise
-    finally:
-        for end in (reports, progress):
+    def after_a_worker_died(self, job: Job) -> PlanOutcome | BaseException:
+        """A worker died (a crash in C code, the kernel's OOM killer): every plan in flight is lost with it. The
+        others go to a fresh pool, one file a batch; ``job`` is planned again on its own, so a file that kills its
+        worker twice is the one that failed."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool = worker_pool(self.jobs, self.progress)
+        again = [(w.job, w.ticket) for w in self.waiting]
+        self.waiting.clear()
+        for one in again:
+            self.submit([one])
+        return _plan_alone(self.task_for(job))
+
+    def close(self) -> None:
+        """The progress pipe's ends."""
+        for end in (self.reports, self.progress):
             if end is not None:
                 end.close()
 

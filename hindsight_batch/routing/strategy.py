@@ -367,6 +367,6 @@ def reason_without_mode(reason: str) -> str:
 
 
 # Keyed by an instance's name: a compiled (mypyc) class keeps ``name`` on its instances only.
-STRATEGIES: dict[str, Callable[[], ProjectGlobalDefault]] = {
+STRATEGIES: dict[str, Callable[[], RoutingStrategy]] = {
     factory().name: factory for factory in (ProjectGlobalDefault, DryRunOnly)
 }
