@@ -875,3 +875,34 @@ def test_a_django_key_printed_by_get_random_secret_key_is_redacted_and_the_call_
         assert "v7#k2(x-m9^q" not in out and "[REDACTED:django-secret-key]" in out, out
     code = "from django.core.management.utils import get_random_secret_key\nSECRET_KEY = get_random_secret_key()\n"
     assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # grep -n's line number after a file named for a secret does not hide the line's own assignment
+    ('./.streamlit/secrets.toml:6:resend_api_key = \\"re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1snd\\"\\n',
+     "re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1snd"),
+    ("config/secrets.py:12:API_KEY = 'Zx8Kq2Lm5Np7Rt9WcV3b'", "Zx8Kq2Lm5Np7Rt9WcV3b"),
+    # a here-string after an escaped newline of JSON text
+    ("git status\\nvercel env add SNYK_TOKEN production <<< \\\"f64b90c8-daaf-444b-8a4d-c44200cb6aa5\\\"\\n",
+     "f64b90c8-daaf-444b-8a4d-c44200cb6aa5"),
+    # a UUID under a dotted API key's name or a camelCase API token's
+    ("+heroku.api.key=9bfc5bfb-929b-48d8-b076-10ff24712838\\n", "9bfc5bfb-929b-48d8-b076-10ff24712838"),
+    ('  postmarkApiToken: "d0af4e39-c3ac-427e-877b-9e8ba50a69c4",', "d0af4e39-c3ac-427e-877b-9e8ba50a69c4"),
+])
+def test_a_value_after_a_grep_line_number_a_json_newline_or_a_dotted_key_name_is_redacted(text: str,
+                                                                                          secret: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret[:12] not in out and secret[-12:] not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "PASSWORD_HASHERS=argon2_v19_default",
+    'JWT_ALGORITHM = "HS256"\nSECRET_KEY_BACKEND=vault',
+    "password_hash: pbkdf2_sha256",
+    '{"ClientToken": "123e4567-e89b-12d3-a456-426614174000", "requestToken": "0f8fad5b-d9cb-469f-a165-70867728950e"}',
+    "src/secrets.py:12:def rotate_key(old):",
+])
+def test_a_setting_naming_an_algorithm_an_idempotency_uuid_and_a_grep_line_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text
+    assert "Xk9q2LmZ" not in Redactor(b"k").redact_text("DB_PASSWORD=argon2_Xk9q2LmZ", Findings())

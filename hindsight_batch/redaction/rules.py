@@ -218,8 +218,9 @@ _NOT_SECRET_KEY_NAMES = re.compile(
     r"|search|query|sign_in|signin|license_file|music|piano|api_key|access_key|secret)[_.\-]?$", re.I)
 _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
-_UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
-                        r"|(?:^|[_\-.\s])token", re.I)
+# (also heroku.api.key, and a camelCase API token's name: postmarkApiToken, not an AWS ClientToken)
+_UUID_NAME = re.compile(r"pass|pw|secret|api[_\-.\s]?key|access[_\-.\s]?key|auth|credential|creds?(?:$|[_\-.])"
+                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)", re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",
@@ -228,6 +229,8 @@ _NOT_SECRET_SUFFIXES = (
     "cmd", "method", "scheme", "label", "hint", "prompt", "regex", "pattern", "strategy", "kind", "ref", "index",
     "timeout", "location", "manager", "service", "client", "count", "max", "min", "enabled", "required", "reset",
     "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn", "stdin",
+    # a setting that names how secrets are made or checked: PASSWORD_HASHERS, TOKEN_ALGORITHM, SECRET_KEY_BACKEND
+    "hasher", "hashers", "hashing", "algo", "algorithm", "algorithms", "alg", "kdf", "backend", "validators",
     # a digest of the secret, or a file that holds it encrypted or named: token_sha256, credentials.yml.enc
     "sha1", "sha256", "sha512", "md5", "digest", "checksum", "fingerprint", "enc", "yml", "yaml", "json", "txt",
 )
@@ -496,7 +499,8 @@ _STDIN_PASSWORD = (
     r"|printf(?:[ \t]++(?:'%s(?:\\{1,2}n)?'|\\{0,3}\"%s(?:\\{1,4}n)?\\{0,3}\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
-    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
+    rf"|(?:(?<![\w\-])|(?<=\\[nrt]))(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)"
+    r"(?![\w\-])"
     rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
 )
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
@@ -849,6 +853,8 @@ RULES: tuple[Rule, ...] = (
             + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
+            # (not grep -n's line number after a file named for a secret: secrets.toml:6:resend_api_key = "v")
+            r"(?![0-9]{1,7}+:)"
             r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
