@@ -220,7 +220,8 @@ _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
 # (also heroku.api.key, and a camelCase API token's name: postmarkApiToken, not an AWS ClientToken)
 _UUID_NAME = re.compile(r"pass|pw|secret|api[_\-.\s]?key|access[_\-.\s]?key|auth|credential|creds?(?:$|[_\-.])"
-                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)", re.I)
+                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)",
+                        re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",

@@ -57,8 +57,8 @@ _VERSIONISH = re.compile(r"v?[0-9]+(?:\.[0-9]+){1,4}+(?:[-+][\w.]{0,30}+)?")
 _WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_completion_tokens, my-app.prod
 # An algorithm's name, alone or as a setting spells it (argon2_v19_default, pbkdf2_sha256, bcrypt-sha256, HS256): what
 # a PASSWORD_HASHERS or a JWT_ALG setting holds, not a secret.
-_ALGORITHM = re.compile(r"(?i:(?:argon2(?:id|i|d)?|bcrypt|scrypt|yescrypt|pbkdf2|sha(?:1|224|256|384|512)|md5|blake2[bs]?"
-                        r"|[hre]s(?:256|384|512)|aes(?:128|192|256)?|chacha20|hmac))"
+_ALGORITHM = re.compile(r"(?i:(?:argon2(?:id|i|d)?|bcrypt|scrypt|yescrypt|pbkdf2|sha(?:1|224|256|384|512)|md5"
+                        r"|blake2[bs]?|[hre]s(?:256|384|512)|aes(?:128|192|256)?|chacha20|hmac))"
                         r"(?:[_\-.](?:[a-z]{1,16}+|v?[0-9]{1,4}+|[a-z]{1,8}+[0-9]{1,4}+)(?![a-z0-9])){0,6}+")
 _PATH_SEGMENT = re.compile(r"[a-z0-9_.@\-]{0,80}+|[A-Z]?[a-z]{1,40}+(?:[A-Z][a-z]{1,40}+){0,5}+")
 
