@@ -906,3 +906,35 @@ def test_a_setting_naming_an_algorithm_an_idempotency_uuid_and_a_grep_line_stay(
     assert Redactor(b"k").redact_text(text, Findings()) == text
     assert _through_import(text) == text
     assert "Xk9q2LmZ" not in Redactor(b"k").redact_text("DB_PASSWORD=argon2_Xk9q2LmZ", Findings())
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("Here's my snyk key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38 — add it to the env", "1fa86de4-cc85-46ec"),
+    ("I rotated the postmark credentials, new one is 48c88a25-00d8-4893-b203-bd5e4193e263", "48c88a25-00d8-4893"),
+    ("mi contraseña de sudo es PrmOpehLGLxn\nthen run the tests.", "PrmOpehLGLxn"),
+    ("la contraseña de PostgreSQL es QvTnRwKsLpZm", "QvTnRwKsLpZm"),
+    ("my password is PrmOpehLGLxn, rotate it", "PrmOpehLGLxn"),
+    ("DB 비번: P@ss(TR2ZQA! Thanks!", "P@ss(TR2ZQA"),
+    ("мой пароль от базы rx%bUt&m(b#r#Cp Thanks!", "rx%bUt&m(b#r#Cp"),
+    ("парола за сървъра: Hq7vLm2Zr9Kx", "Hq7vLm2Zr9Kx"),
+    ("Das Root-Passwort für 10.0.3.17 ist rr4i6xetsHmQYDJVi4j\nthen run the tests.", "rr4i6xetsHmQYDJVi4j"),
+])
+def test_a_uuid_key_or_a_password_without_digits_given_in_a_sentence_is_redacted(text: str, secret: str) -> None:
+    """A UUID is a key when the sentence says one is given (Snyk's, Postmark's); a password of random letters or
+    symbols, in any language, after a host or a name that is no value."""
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the partition key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38",
+    "use the idempotency key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38",
+    "The old request was 1fa86de4-cc85-46ec-ae6b-c36285cc2c38, new one is fe2a63b6-93c6-431c-abe4-a47f5439adac",
+    "Das Passwort für 10.0.3.17 ist abgelaufen",
+    "la contraseña de PostgreSQL es demasiado corta",
+    "password reset for PostgreSQL users via GitHub",
+    "my password is JavaScriptDeveloper",
+])
+def test_an_id_a_host_or_a_product_name_after_a_password_word_stays(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text

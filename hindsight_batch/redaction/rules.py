@@ -554,25 +554,34 @@ def _xml_secret(match: re.Match[str]) -> bool:
 # Words for a password (then for a key, a token, credentials) in other languages, lowercase; a word whose first
 # letter changes case outside ASCII is given without it (ароль: Пароль and пароль).
 _PHRASE_PASSWORD_WORDS = ("mot de passe", "contraseña", "contrasena", "passwort", "kennwort", "wachtwoord", "senha",
-                          "hasło", "haslo", "ароль", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
+                          "hasło", "haslo", "арол", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
                           "lösenord", "losenord", "heslo", "mật khẩu", "kata sandi", "كلمة المرور", "كلمة السر",
                           "पासवर्ड", "parola", "salasana", "passord", "adgangskode", "lozinka", "jelszó", "app password",
-                          "app-specific password")
+                          "app-specific password",
+                          # (and Korean's short form, Bulgarian's, Serbian's, Thai, Hebrew, Persian, Greek, and more)
+                          "비번", "비밀 번호", "암호", "озинк", "รหัสผ่าน", "סיסמ", "رمز عبور", "گذرواژه",
+                          "ωδικός πρόσβασης", "υνθηματικό", "暗証番号", "contrasenya", "parool", "geslo", "parolă",
+                          "slaptažodis", "kata laluan", "mat khau", "palavra-passe")
 _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz", "ключ", "キー", "密钥", "llave",
-                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
+                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten",
+                     "令牌", "秘钥", "トークン", "토큰", "окен", "екрет")
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
 _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
                 r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
                 r"|[ \t]*+是[ \t]*+|[ \t]++)")
-# (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
-_PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
+# (A digit, a symbol or two changes to upper case in it (not PostgreSQL, GitHub), and not a number or an address
+# alone: words of the sentence are tried as the value first, and a refused value hides the rest.)
+_PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9]|[^\s!#%^&*@~$]{0,127}+[!#%^&*@~$]"
+                 r"|(?-i:\S{0,127}?[a-z][A-Z]\S{0,127}?[a-z][A-Z]))"
+                 r"(?![0-9.:/\-]{1,64}+(?:[\s,;)!?]|$))"
+                 r"((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
     r"|(?:" + "|".join(re.escape(w.rstrip()) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
         r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
-    # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
-    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+    # up to six words (a service, "sudo", "del server", a host 10.0.3.17) before the mark, none ending a sentence
+    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+(?:\.[\w\-]{1,24}+){0,4}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
 )
 
 
@@ -583,7 +592,27 @@ def _phrase_value(match: re.Match[str]) -> bool:
     value = match.group(2)
     word = match.group(0)[:12].lower()
     password = not word.startswith(tuple(w.strip()[:4] for w in _PHRASE_KEY_WORDS))
-    return secret_value(value, password=password, quoted=False, prose=True)
+    return secret_value(value, password=password, quoted=False, prose=True, uuid=_credential_said(match))
+
+
+# A credential's word in the sentence before "new one is …" (I rotated the snyk credentials, new one is …).
+_CREDENTIAL_WORD = re.compile(r"credential|api[ _\-]?key|\bkeys?\b|token|secret|password", re.I)
+
+
+def _credential_said(match: re.Match[str]) -> bool:
+    """Whether the sentence says a UUID-shaped value is a credential (Snyk's, Postmark's and Heroku's keys are
+    UUIDs): "my snyk key: …", "here's the license key: …", "rotated the snyk credentials, new one is …"; not a
+    database's or a request's key ("the partition key: …", "idempotency key: …")."""
+    text = match.string
+    head = match.group(0)[:12].lower()
+    before = text[max(0, match.start() - 80) : match.start()]
+    if head.startswith("new one is"):
+        return _CREDENTIAL_WORD.search(before) is not None
+    if head.startswith(" key"):
+        name = before.rsplit(None, 1)[-1] if before.strip() else ""
+        return (not _NOT_SECRET_KEY_NAMES.search(name + "_") and not name.lower().startswith("idempot")
+                and _GIVING.search(before + " ") is not None)
+    return False
 
 
 RULES: tuple[Rule, ...] = (

@@ -9,6 +9,7 @@ URLs, UUIDs, hashes in a known context (``sha256:…``), image data, numbers or 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -131,6 +132,15 @@ def _random_segment(segment: str) -> bool:
             and any(c.isdigit() for c in segment))
 
 
+def _random_letters(value: str) -> bool:
+    """Letters at random, as a generator makes a password of letters only (PrmOpehLGLxn): long, changing case
+    four times or more, not words run together as a name is spelled (PostgreSQL, getUserName)."""
+    if len(value) < 10 or not (value.isascii() and value.isalpha()) or _CAMEL_WORDS.fullmatch(value):
+        return False
+    changes = sum(a.islower() != b.islower() for a, b in itertools.pairwise(value))
+    return changes >= 4 and shannon_entropy(value) >= 3.0
+
+
 def character_classes(value: str) -> int:
     """How many of lower case, upper case, digits and other characters ``value`` holds."""
     return (
@@ -161,6 +171,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference; no English word or
         # name holds three kinds of symbol, so this holds in prose too: "the password is m#$A%FG(Vl(Bdfw")
         return True
+    if password and prose and _random_letters(value):
+        return not is_placeholder(value)  # "mi contraseña de sudo es PrmOpehLGLxn": no word changes case so often
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
