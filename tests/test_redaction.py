@@ -53,6 +53,7 @@ CASES = [
     ("private-url", "dashboard at http://10.1.2.3:8080/admin?x=1", "10.1.2.3"),
     ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
     # Issue 37: secrets the independent set found missing, each as a class.
+    ("session-cookie", '{"cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"}]}', "8f1a2b3c4d5e"),
     ("secret-phrase", "mon mot de passe sudo c'est uNHA#4v5PIIid1ul$ merci", "uNHA#4v5PIIid1ul"),
     ("secret-phrase", "数据库密码：0pw6c3zyzu6RLRsU7 — still failing", "0pw6c3zyzu6RLRsU7"),
     ("secret-phrase", "Ich habe den pagerduty-Schlüssel erneuert: u+MK9fkXis6kRaVzUama7", "u+MK9fkXis6kRaVzUama7"),
@@ -238,7 +239,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key", "django-secret-key"}
+                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -938,3 +939,31 @@ def test_a_uuid_key_or_a_password_without_digits_given_in_a_sentence_is_redacted
 def test_an_id_a_host_or_a_product_name_after_a_password_word_stays(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
     assert _through_import(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"url":"https://app.acme.io","cookies":[{"name":"PHPSESSID",'
+    '"value":"s%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a","domain":"app.acme.io"}]}',
+    '$ cat cookies.json\n[{"domain": ".acme.io", "hostOnly": false, "name": "connect.sid", "path": "/",'
+    ' "sameSite": "lax", "secure": true,'
+    ' "session": true, "storeId": "0", "value": "s%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a", "id": 1}]',
+    "await page.setCookie({name: 'JSESSIONID', value: 's%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a'})",
+])
+def test_a_session_cookie_in_a_browsers_cookie_object_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "mPi0pqdPP5wzaPe" not in out and "bspKPg7a" not in out, out
+
+
+def test_a_secret_in_a_name_and_value_pair_of_a_tool_call_is_redacted_and_plain_values_stay() -> None:
+    """In a tool call's arguments (a structure, as an import sees them) the name and its value are two fields."""
+    arguments = {"env": [{"name": "DD_APP_KEY", "value": "9c1e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e"},
+                         {"name": "PORT", "value": "8080"}],
+                 "cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"},
+                             {"name": "theme", "value": "Kq8Zr2Lm4Np6Tx7Vb9Wc1Yz3"},
+                             {"name": "sessionName", "value": "my-session-2024-01"}]}
+    out = Redactor(b"k").redact_value(arguments, Findings())
+    assert out["env"] == [{"name": "DD_APP_KEY", "value": "[REDACTED:secret-assignment]"}, arguments["env"][1]]
+    assert out["cookies"][0]["value"] == "[REDACTED:secret-assignment]"
+    assert out["cookies"][1:] == arguments["cookies"][1:]
+    kept = '{"cookies":[{"name":"theme","value":"Kq8Zr2Lm4Np6Tx7Vb9Wc1Yz3"},{"name":"sid","value":"my-session-2024"}]}'
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept

@@ -30,6 +30,7 @@ from hindsight_batch.redaction.rules import (
     SECRET_KEY_NAME,
     Rule,
     looks_secret,
+    named_value_secret,
     private_url_rule,
     secret_name,
 )
@@ -451,8 +452,10 @@ class Redactor:
             return self.redact_text(value, findings, hints)
         if isinstance(value, dict):
             out: dict[str, Any] = {}
+            named = _named_value(value)
             for key, item in value.items():
-                if isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key)):
+                if (key == "value" and named) or (
+                        isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key))):
                     self._found(findings, "secret-assignment", item)
                     out[key] = marker("secret-assignment")
                 else:
@@ -579,6 +582,13 @@ def _cookie_values(header: str) -> str:
     values = _COOKIE_PAIR.sub(lambda match: match.group(0) if match.group(1).lower() in _COOKIE_ATTRIBUTES
                               else f"{match.group(1)}={marker('cookie')}", header)
     return values if values != header else marker("cookie")
+
+
+def _named_value(value: dict[str, Any]) -> bool:
+    """A name and its value in two fields of one object: {"name": "DD_APP_KEY", "value": "…"} (a tool call setting
+    a variable, docker inspect, a container's env), a browser's cookie {"name": "PHPSESSID", "value": "…"}."""
+    name, item = value.get("name"), value.get("value")
+    return isinstance(name, str) and isinstance(item, str) and named_value_secret(name, item)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -615,6 +615,34 @@ def _credential_said(match: re.Match[str]) -> bool:
     return False
 
 
+# A cookie as a browser tool or an export gives it: {"name": "PHPSESSID", "value": "…", "domain": …} (Playwright's
+# storage state, DevTools, EditThisCookie, Puppeteer's setCookie), the name first, up to ten other fields between.
+_COOKIE_OBJECT = (
+    r"(?<![\w$])name\\{0,8}+[\"']?[ \t]*+:[ \t]*+\\{0,8}+[\"']([^\"'\\\s]{1,128}+)\\{0,8}+[\"']"
+    r"(?:[ \t]*+,(?:[ \t\r\n]|\\[rnt]){0,32}+\\{0,8}+[\"']?(?!value\b)[A-Za-z_$][\w$]{0,31}+\\{0,8}+[\"']?[ \t]*+:"
+    r"[ \t]*+(?:\\{0,8}+[\"'][^\"'\\\n]{0,256}+\\{0,8}+[\"']|true|false|null|-?[0-9][0-9.eE+\-]{0,24}+)){0,10}+"
+    r"[ \t]*+,(?:[ \t\r\n]|\\[rnt]){0,32}+\\{0,8}+[\"']?value\\{0,8}+[\"']?[ \t]*+:[ \t]*+\\{0,8}+[\"']"
+    r"([^\"'\\\s]{8,4096}+)"
+)
+# A session's or a login's cookie by its name: PHPSESSID, JSESSIONID, sessionid, connect.sid, laravel_session,
+# Google's SID and __Secure-3PSID, next-auth.session-token, remember_user_token, LinkedIn's li_at.
+_SESSION_COOKIE = re.compile(r"sess|sid$|^sid|auth|token|jwt|remember|login|identity|^li_at$", re.I)
+
+
+def named_value_secret(name: str, value: str) -> bool:
+    """A value given under a name in a field of its own ({"name": "DD_APP_KEY", "value": "…"}, a browser's cookie
+    {"name": "PHPSESSID", "value": "…"}): a secret when the name is a secret's or a session cookie's and the value
+    is one."""
+    if _SESSION_COOKIE.search(name):
+        # (a session's id is long and random: not a name such as my-session-2024 or dark-mode)
+        return (len(value) >= 16 and not _DASHED_WORDS.fullmatch(value) and not is_placeholder(value)
+                and secret_value(value, password=False, quoted=True))
+    return secret_name(name) and looks_secret(value, name)
+
+
+_DASHED_WORDS = re.compile(r"(?:[A-Za-z]{2,24}+|[0-9]{1,8}+)(?:[\-_.](?:[A-Za-z]{2,24}+|[0-9]{1,8}+)){1,12}+")
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
@@ -639,6 +667,9 @@ RULES: tuple[Rule, ...] = (
            re.I),
         1,
     ),
+    Rule("session-cookie", ("name",), _c(_COOKIE_OBJECT), 2,
+         lambda match: named_value_secret(match.group(1), match.group(2)),
+         prefilter=("cookie", "sessid", "sessionid")),  # (not "sess": "session" is in most records of some sessions)
     Rule(
         "aws-access-key",
         ("akia", "asia", "abia", "acca"),
