@@ -967,3 +967,26 @@ def test_a_secret_in_a_name_and_value_pair_of_a_tool_call_is_redacted_and_plain_
     assert out["cookies"][1:] == arguments["cookies"][1:]
     kept = '{"cookies":[{"name":"theme","value":"Kq8Zr2Lm4Np6Tx7Vb9Wc1Yz3"},{"name":"sid","value":"my-session-2024"}]}'
     assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ('network={\\n    ssid=\\"Raven-5G\\"\\n    psk=\\"sb3k&Ml4(k&)T2&\\"\\n    key_mgmt=WPA-PSK\\n}\\n', "sb3k&Ml4(k&)T2&",
+     "key_mgmt=WPA-PSK"),
+    ("[wifi-security]\nkey-mgmt=wpa-psk\npsk=Vq8xLm2Zr9Kt\n", "Vq8xLm2Zr9Kt", "key-mgmt=wpa-psk"),
+    ('10.0.0.1 %any : PSK "Vq8xLm2Zr9Kt"\n', "Vq8xLm2Zr9Kt", "%any : PSK"),
+    ("     1\\tlocalhost:5432:maple:etl_user:kwvTZ53tLVl5l\\n     2\\t*:*:*:replicator:HoExwPxdRALdHmFW\\n",
+     "HoExwPxdRALdHmFW", "localhost:5432:maple:etl_user:"),
+])
+def test_a_wifi_or_vpn_pre_shared_key_and_a_pgpass_line_read_without_its_name_are_redacted(text: str, secret: str,
+                                                                                         kept: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "key_mgmt=WPA-PSK\npsk=$WIFI_PSK", "the psk was wrong, check the router", "db:5432:app:user:password",
+    "2024-05-01 12:00:00 conn 10.0.0.5:5432: closed", "psk_file=/etc/wpa/psk.txt",
+])
+def test_talk_of_a_psk_and_a_pgpass_template_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text

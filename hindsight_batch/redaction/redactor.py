@@ -84,6 +84,8 @@ _SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
 # (Twenty characters first: the same language as "a digit somewhere, or twenty characters", tried in at most twenty
 # steps, where a lazy run up to a digit first would scan to the end of a long run from every keyword in it.)
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9]"
+                          # (or a value of symbols, values.is_chosen: rx%bUt&m(b#r#Cp)
+                          rb"|" + _SHAPE_RUN + rb"{0,19}?[!#%^&*@~$]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`

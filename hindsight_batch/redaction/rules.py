@@ -83,7 +83,8 @@ _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt
                          "webhook", "consumer", "recovery", "session", "shared")
 # Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
-_WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
+# (psk: a Wi-Fi or VPN pre-shared key, wpa_supplicant's psk=, NetworkManager's, strongSwan's ': PSK "v"')
+_WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|psk|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
 SECRET_KEY_NAME = re.compile(
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|credential|cookie|authorization|bearer|basic[_-]?auth",
@@ -207,7 +208,7 @@ _KEYWORDS = (
 _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
-    "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
+    "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred", "psk",
     *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "_salt", "presharedkey",
 )
 # Names ending in _KEY that hold no secret: a database's or a map's key, a public or a site key, a key's id.
@@ -271,6 +272,8 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
         return True
     if keyword[-3:].lower() == "key" and (keyword[-4] in "_-" or keyword[-3] == "K"):
         return True
+    if keyword.lower() == "psk" and match.group(4) is not None:
+        return True  # ipsec.secrets' : PSK "v", nmcli's wifi-sec.psk "v"
     if keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3:
         return True  # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c"
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
@@ -857,7 +860,10 @@ RULES: tuple[Rule, ...] = (
     # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
     Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
                           r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
-         1, lambda match: not is_placeholder(match.group(1)), prefilter=("pgpass",)),
+         # (also a read whose text does not name the file: a line on Postgres's port or with a wildcard)
+         1, lambda match: not is_placeholder(match.group(1)) and secret_value(match.group(1), password=True,
+                                                                             quoted=True),
+         prefilter=("pgpass", ":5432:", ":*:")),
     Rule("wireguard-key", ("wg genkey",),
          _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
             r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
