@@ -970,8 +970,8 @@ def test_a_secret_in_a_name_and_value_pair_of_a_tool_call_is_redacted_and_plain_
 
 
 @pytest.mark.parametrize(("text", "secret", "kept"), [
-    ('network={\\n    ssid=\\"Raven-5G\\"\\n    psk=\\"sb3k&Ml4(k&)T2&\\"\\n    key_mgmt=WPA-PSK\\n}\\n', "sb3k&Ml4(k&)T2&",
-     "key_mgmt=WPA-PSK"),
+    ('network={\\n    ssid=\\"Raven-5G\\"\\n    psk=\\"sb3k&Ml4(k&)T2&\\"\\n    key_mgmt=WPA-PSK\\n}\\n',
+     "sb3k&Ml4(k&)T2&", "key_mgmt=WPA-PSK"),
     ("[wifi-security]\nkey-mgmt=wpa-psk\npsk=Vq8xLm2Zr9Kt\n", "Vq8xLm2Zr9Kt", "key-mgmt=wpa-psk"),
     ('10.0.0.1 %any : PSK "Vq8xLm2Zr9Kt"\n', "Vq8xLm2Zr9Kt", "%any : PSK"),
     ("     1\\tlocalhost:5432:maple:etl_user:kwvTZ53tLVl5l\\n     2\\t*:*:*:replicator:HoExwPxdRALdHmFW\\n",
