@@ -53,6 +53,7 @@ CASES = [
     ("private-url", "dashboard at http://10.1.2.3:8080/admin?x=1", "10.1.2.3"),
     ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
     # Issue 37: secrets the independent set found missing, each as a class.
+    ("provider-token", "resend says 401 for re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1sndhv, why?", "re_Vg7sHIDD_I6EQ7C"),
     ("session-cookie", '{"cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"}]}', "8f1a2b3c4d5e"),
     ("secret-phrase", "mon mot de passe sudo c'est uNHA#4v5PIIid1ul$ merci", "uNHA#4v5PIIid1ul"),
     ("secret-phrase", "数据库密码：0pw6c3zyzu6RLRsU7 — still failing", "0pw6c3zyzu6RLRsU7"),
@@ -239,7 +240,8 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie"}
+                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie",
+                            "provider-token"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -798,6 +800,12 @@ def test_a_variable_that_says_it_holds_base64_is_decoded_and_judged() -> None:
     "cmVmdGtuOjAxOj" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh",
     "squ_" + "3e5f7a9b1c" * 4,
     "FLWSECK-" + "a1b2c3d4" * 4 + "-X",
+    "sdk-00944428-7f64-4ed8-94e2-1d344191e2f9",
+    "ATBB" + "3xQzYk8Lm2Np4Rt6Vw1Yb5Cd0Ef9Gh2Jk4L",
+    "v1.0-" + "a1b2c3d4e5f6" * 2 + "-" + "0f1e2d3c4b5a" * 12 + "0f",
+    "sha256~" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3Zq8Lw3Nx5Rt7x",
+    "mgsNkfFnjaW76k.atlasv1." + "TDJjTi4IywQm-V5zicqKAvs_NZzaUUylQ9DE-06cOWllRDbo4RzIkZt5a7seiVcR_0L",
+    "AAAAqixXiNL:APA91b" + "u57Uec3CWT4yLPt9rlJc8la6KfBWa4lOHsk7YO5aCJTtJfHRPKSQ2SoG8XlN5zYQR1" * 2,
 ])
 def test_a_services_token_in_prose_is_redacted_by_its_prefix(token: str) -> None:
     text = f"The API returns 401 with {token}, is it the wrong scope?"

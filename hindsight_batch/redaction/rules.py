@@ -789,7 +789,7 @@ RULES: tuple[Rule, ...] = (
          "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
          "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_",
          "ezak", "nrak-", "sl.", "eaa", "access_token$", "hcaik_", "hcxik_", "cmvmd", "squ_", "sqp_", "sqa_",
-         "flwseck"),
+         "flwseck", "sdk-", "mob-", "atbb", "v1.0-", "sha256~", "aqvn", "ico-", "fio-u-", "dnkey-", "tk-us-"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -816,9 +816,22 @@ RULES: tuple[Rule, ...] = (
             rf"|EZAK[A-Za-z0-9]{{54}}|NRAK-[A-Za-z0-9]{{27}}|sl\.(?:u\.)?[A-Za-z0-9_\-=]{{100,1500}}+"
             rf"|EAAA[A-Za-z0-9_\-+=]{{60}}|EAA[A-Za-z0-9]{{90,512}}+"
             rf"|access_token\$(?:production|sandbox)\$[0-9a-z]{{16}}\$[0-9a-f]{{32}}|hc[ax]ik_[a-z0-9]{{58}}"
-            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X){_NA}"
+            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X"
+            # LaunchDarkly's SDK and mobile keys, Bitbucket's app passwords, Cloudflare's Origin CA keys, OpenShift's
+            # OAuth tokens, Yandex's API keys, Infracost's, Frame.io's, Defined Networking's, Scalingo's
+            rf"|(?:sdk|mob)-[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}"
+            rf"|ATBB[A-Za-z0-9_=.\-]{{28,100}}+|v1\.0-[a-f0-9]{{24}}-[a-f0-9]{{146}}|sha256~[A-Za-z0-9_\-]{{43}}"
+            rf"|AQVN[A-Za-z0-9_\-]{{35,38}}|ico-[A-Za-z0-9]{{32}}|fio-u-[A-Za-z0-9_=\-]{{64}}"
+            rf"|dnkey-[A-Za-z0-9_=\-]{{26}}-[A-Za-z0-9_=\-]{{52}}|tk-us-[A-Za-z0-9_\-]{{48}}){_NA}"
         ),
     ),
+    # Keys whose prefix is not where they start (Terraform Cloud's "….atlasv1.…", Firebase Cloud Messaging's server
+    # keys "AAAA…:APA91b…") or too short to look for in every record (Resend's "re_"): searched in a text holding
+    # their mark, each attempt bounded.
+    Rule("provider-token", (),
+         _c(r"(?<![A-Za-z0-9_\-])(?:[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"
+            r"|AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200}+|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24})(?![A-Za-z0-9_\-])"),
+         prefilter=("atlasv1", ":apa91b", "resend")),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
