@@ -998,3 +998,37 @@ def test_a_wifi_or_vpn_pre_shared_key_and_a_pgpass_line_read_without_its_name_ar
 def test_talk_of_a_psk_and_a_pgpass_template_stay(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
     assert _through_import(text) == text
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ('CACHE_URL: \\"redis://:%23t3q%29%216k9L%29ZV%26u@db:6379/0\\"', "%23t3q%29%216k9L", "@db:6379/0"),
+    ('git config --global url."https://YKKwCOASTpJfxOwfeTnanK139yfs8IQcZZwN519dEy229TeNog@github.com/".insteadOf x',
+     "YKKwCOASTpJfxOwfeTnanK139", "@github.com/"),
+    ("ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY 'ZNqOiNODkFW2OE';", "ZNqOiNODkFW2OE",
+     "IDENTIFIED WITH mysql_native_password BY"),
+    ('AccountKey=\\"Hq6P2V6KAM5DC+r0NBxxqi54+HNzOx5jDly0pKPbJ5EeBB3LFZr3CnySTnBrRto3VV4bsxnYdOZ/Gtn4/z4Keg==\\"\\nW=4',
+     "Hq6P2V6KAM5DC+r0NBxx", "\\nW=4"),
+    ("set -gx EDITOR nvim\nset -gx refresh_token 1//0hoJOKRUJuLWYzSi4c7NjZJHA75D5a2LJheB2IE4SQ0LaIxJajsu8nMJ\n",
+     "hoJOKRUJuLWYzSi4c7", "set -gx EDITOR nvim"),
+    ('apiKey: process.env.TWILIO_AUTH_TOKEN || "686c621e2b853c27b47d9380a36cc3f8" });', "686c621e2b853c27",
+     "apiKey: process.env.TWILIO_AUTH_TOKEN ||"),
+    ("    environment:\n      - SMTP_PASS=wybg iicu egth bdke\n      - NODE_ENV=production", "wybg iicu",
+     "NODE_ENV=production"),
+    ("python -c 'print(get_random_secret_key())'\",\"output\":\"!5_#11ya2w4r9gkqv*+dfr@#aahtn%^f$uc*$$6u$+kig3_aix\\n",
+     "!5_#11ya2w4r9gkqv", "print(get_random_secret_key())"),
+])
+def test_secrets_in_urls_sql_defaults_and_fish_or_compose_lines_are_redacted(text: str, secret: str,
+                                                                            kept: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "DATABASE_URL=postgres://app:%DB_PASS%@db/app", "ssh://git@github.com/acme/x.git",
+    "https://ci-deploy-bot-for-the-organization@host/x", "set -gx token_path /etc/x/token",
+    'const t = token || "anonymous"; const p = password ?? defaultPassword;', "token: this will take some time",
+    "apiKey: process.env.OPENAI_API_KEY,",
+])
+def test_templates_user_names_paths_and_defaults_that_are_words_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text

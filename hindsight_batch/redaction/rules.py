@@ -35,6 +35,7 @@ from hindsight_batch.redaction.values import (
     is_placeholder,
     is_self_describing,
     secret_value,
+    shannon_entropy,
 )
 
 
@@ -171,7 +172,23 @@ def _url_credential(match: re.Match[str]) -> bool:
     """A password in a URL or a query parameter, unless it is a template or a placeholder (a password there
     is never code, so a plain word counts)."""
     value = match.group(match.lastindex or 0).strip("\"'`")
+    if _PERCENT_ENCODED.match(value):
+        return not is_placeholder(value)  # %23t3q%29…: a password percent-encoded, not a %TEMPLATE%
     return len(value) >= 4 and not is_placeholder(value) and not value.startswith(("$", "{", "<", "%", "["))
+
+
+# (a reserved character's code, %23 for "#", %40 for "@": not %DB_PASS%)
+_PERCENT_ENCODED = re.compile(r"%(?:2[0-9A-Fa-f]|3[A-Fa-f]|40|5[BbDdEe]|60|7[B-Eb-e])"
+                              r"(?![^%\s]{0,64}+%(?![0-9A-Fa-f]{2}))")
+
+
+def _url_user_or_password(match: re.Match[str]) -> bool:
+    """A URL's password (:func:`_url_credential`), or a token given as its user name (long and random: no one's
+    name)."""
+    if match.lastindex == 2:
+        value = match.group(2)
+        return character_classes(value) >= 3 and shannon_entropy(value) >= 4.0 and not is_placeholder(value)
+    return _url_credential(match)
 
 
 def _base64_private_key(match: re.Match[str]) -> bool:
@@ -316,6 +333,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
+    if " " in value and not password and not match.group(4):
+        return False  # an unquoted app password (SMTP_PASS=abcd efgh ijkl mnop) is a password's, not "token: this…"
     before = _name_before(match.string, match.start())
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
@@ -327,7 +346,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
     prose = match.group(3) is None
     if prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
-    if prose and _ENV_NAME.fullmatch(before + keyword + rest):
+    if prose and (_ENV_NAME.fullmatch(before + keyword + rest)
+                  or _SHELL_SET.search(match.string, max(0, name_start - 16), name_start)):
         prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
     elif prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
@@ -347,6 +367,9 @@ _SEALED = re.compile(r"encryptedData:")
 _JOINED_WORDS = re.compile(r"[a-z0-9]{1,16}+(?:[_:.][a-z0-9]{1,16}+){1,16}+")
 _CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+
+
+_SHELL_SET = re.compile(r"(?<![\w\-])set[ \t]++-[A-Za-z]{1,4}+[ \t]++$")  # fish's set -gx name v: any name's case
 
 
 def _config_line(match: re.Match[str]) -> bool:
@@ -385,9 +408,10 @@ _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\
              r"|\)(?=[^\s\"'`,;:)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
-# (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
+# (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
 _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
-          rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
+          rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
+          rf"|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
@@ -427,7 +451,8 @@ _CLI_PASSWORD = "|".join((
     _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++(?!/)" + _CLI_VALUE),  # (net use \\host\share /user:u v)
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
-    r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
+    # SQL: CREATE USER … IDENTIFIED BY 'v', ALTER USER … IDENTIFIED WITH mysql_native_password BY 'v'
+    r"(?i:identified[ \t]++(?:with[ \t]++\w{1,64}+[ \t]++)?by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,
     r"send[ \t]++\{([^}\n]{1,256}+)\}",  # expect's send {v} (after a password prompt: _cli_password)
     # htpasswd -b [other flags] FILE USER PASSWORD
     r"htpasswd(?=[^\n|;&]{0,64}?[ \t]-[a-zA-Z]{0,7}b)(?:[ \t]++-[a-zA-Z]{1,8}+){1,4}+"
@@ -442,7 +467,7 @@ _CLI_COMMANDS = (
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
-    "send {", "xcrun", "net use",
+    "identified with", "send {", "xcrun", "net use",
 )
 
 
@@ -731,7 +756,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "azure-storage-key",
         ("accountkey=", "sharedaccesskey="),
-        _c(r"(?:account|sharedaccess)key=([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
+        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
         1,
     ),
     Rule(
@@ -789,7 +814,8 @@ RULES: tuple[Rule, ...] = (
          "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
          "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_",
          "ezak", "nrak-", "sl.", "eaa", "access_token$", "hcaik_", "hcxik_", "cmvmd", "squ_", "sqp_", "sqa_",
-         "flwseck", "sdk-", "mob-", "atbb", "v1.0-", "sha256~", "aqvn", "ico-", "fio-u-", "dnkey-", "tk-us-"),
+         "flwseck", "sdk-", "mob-", "atbb", "v1.0-", "sha256~", "aqvn", "ico-", "fio-u-", "dnkey-", "tk-us-",
+         "1//0"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -822,7 +848,8 @@ RULES: tuple[Rule, ...] = (
             rf"|(?:sdk|mob)-[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}"
             rf"|ATBB[A-Za-z0-9_=.\-]{{28,100}}+|v1\.0-[a-f0-9]{{24}}-[a-f0-9]{{146}}|sha256~[A-Za-z0-9_\-]{{43}}"
             rf"|AQVN[A-Za-z0-9_\-]{{35,38}}|ico-[A-Za-z0-9]{{32}}|fio-u-[A-Za-z0-9_=\-]{{64}}"
-            rf"|dnkey-[A-Za-z0-9_=\-]{{26}}-[A-Za-z0-9_=\-]{{52}}|tk-us-[A-Za-z0-9_\-]{{48}}){_NA}"
+            rf"|dnkey-[A-Za-z0-9_=\-]{{26}}-[A-Za-z0-9_=\-]{{52}}|tk-us-[A-Za-z0-9_\-]{{48}}"
+            rf"|1//0[A-Za-z0-9_\-]{{40,512}}+){_NA}"  # (a Google OAuth refresh token)
         ),
     ),
     # Keys whose prefix is not where they start (Terraform Cloud's "….atlasv1.…", Firebase Cloud Messaging's server
@@ -884,7 +911,8 @@ RULES: tuple[Rule, ...] = (
     # and such a key printed alone in the lines after the call that made it.
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
          _c(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{50}(?![a-z0-9!@#$%^&*(\-_=+)])"
-            r"|get_random_secret_key(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            # (the key on a later line, or on the same one: a bashExecution's "output" after its "command")
+            r"|get_random_secret_key(?:(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n))?(?:[^\n\\]|\\[^n]){0,300}?"
             r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
          -1, lambda match: is_chosen(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
@@ -901,9 +929,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "url-credentials",
         ("://",),
-        _c(r"://[^\s/:@\"'<>]{0,256}+:([^\s/@\"'<>]{1,256}+)@"),
-        1,
-        _url_credential,
+        # (or a token as the user name, no password: https://<token>@github.com/, as git's insteadOf writes it)
+        _c(r"://(?:[^\s/:@\"'<>]{0,256}+:([^\s/@\"'<>]{1,256}+)|([A-Za-z0-9_\-]{30,256}+))@"),
+        -1,
+        _url_user_or_password,
     ),
     Rule(
         "url-secret-param",
@@ -930,11 +959,13 @@ RULES: tuple[Rule, ...] = (
             + _VALUE_FIELD
             # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
             # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
-            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            # (and a default after a reference: process.env.TWILIO_AUTH_TOKEN || "v", settings.API_KEY ?? "v")
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|\|\||\?\?|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
-            # (not grep -n's line number after a file named for a secret: secrets.toml:6:resend_api_key = "v")
-            r"(?![0-9]{1,7}+:)"
+            # (not grep -n's line number after a file named for a secret: secrets.toml:6:resend_api_key = "v"; not a
+            # reference, whose variable's own name and default are tried next: process.env.TWILIO_AUTH_TOKEN || "v")
+            r"(?![0-9]{1,7}+:|process\.env\.|import\.meta\.env\.|os\.environ|os\.getenv)"
             r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
