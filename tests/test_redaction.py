@@ -54,6 +54,8 @@ CASES = [
     ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
     # Issue 37: secrets the independent set found missing, each as a class.
     ("provider-token", "resend says 401 for re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1sndhv, why?", "re_Vg7sHIDD_I6EQ7C"),
+    ("rejected-credential", "The mistral API returns 401 with LjPIeTA39NjYoT0FmnuL8gZYST9jWWB6, is it the scope?",
+     "LjPIeTA39NjYoT0Fmn"),
     ("session-cookie", '{"cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"}]}', "8f1a2b3c4d5e"),
     ("secret-phrase", "mon mot de passe sudo c'est uNHA#4v5PIIid1ul$ merci", "uNHA#4v5PIIid1ul"),
     ("secret-phrase", "数据库密码：0pw6c3zyzu6RLRsU7 — still failing", "0pw6c3zyzu6RLRsU7"),
@@ -241,7 +243,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
                         "pgpass", "wireguard-key", "django-secret-key", "session-cookie",
-                            "provider-token"}
+                            "provider-token", "rejected-credential"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -1032,3 +1034,20 @@ def test_secrets_in_urls_sql_defaults_and_fish_or_compose_lines_are_redacted(tex
 def test_templates_user_names_paths_and_defaults_that_are_words_stay(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
     assert _through_import(text) == text
+
+
+def test_a_token_of_random_letters_goes_and_a_name_of_code_stays() -> None:
+    text = "export VERCEL_TOKEN=kvvFxcoHUSdlvcvwKTXWhWCL\nexport PORT=8080\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "kvvFxcoHUSdlvcvw" not in out and "export PORT=8080" in out, out
+    for code in ("token = XMLHttpRequestUpload", "API_KEY=SomeConfigurationName", "token = HTMLInputElementValue"):
+        assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize("text", [
+    "it returned 401 with request_id 7f3a9c1e-2b4d-4e6f-8a0b-1c2d3e4f5a6b",
+    "got 403 with /api/v1/projects/12345/members", "returns 403 with AccessDeniedExceptionForUser",
+    "got 401 with 7f3a9c1e-2b4d-4e6f-8a0b-1c2d3e4f5a6b", "the API returns 401 with the token from yesterday",
+])
+def test_a_refusal_quoting_an_id_a_path_or_words_keeps_them(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text

@@ -32,6 +32,7 @@ from hindsight_batch.redaction.values import (
     character_classes,
     is_chosen,
     is_code_or_reference,
+    is_known_non_secret,
     is_placeholder,
     is_self_describing,
     secret_value,
@@ -152,6 +153,15 @@ _TOKEN = r"A-Za-z0-9_\-"
 # Not preceded by a token character, unless it ends an escape of JSON text ("\nghp_…" in a transcript of a transcript).
 _NB = rf"(?:(?<![{_TOKEN}])|(?<=\\[nrt]))"
 _NA = rf"(?![{_TOKEN}])"  # not followed by one
+
+
+def _refused_credential(value: str) -> bool:
+    """A key or a token, as an API refused it: long, random, of three kinds of character or a long hex run; not an
+    id, a path, a number, a UUID (a request's id) or a placeholder."""
+    if len(value) < 20 or is_placeholder(value) or is_known_non_secret(value) or "://" in value:
+        return False
+    hex_run = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
+    return hex_run or (character_classes(value) >= 3 and shannon_entropy(value) >= 3.5)
 
 
 def _credential(match: re.Match[str]) -> bool:
@@ -859,6 +869,11 @@ RULES: tuple[Rule, ...] = (
          _c(r"(?<![A-Za-z0-9_\-])(?:[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"
             r"|AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200}+|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24})(?![A-Za-z0-9_\-])"),
          prefilter=("atlasv1", ":apa91b", "resend")),
+    # A credential quoted in a report of its refusal: "the X API returns 401 with <key>", "got a 403 using <token>".
+    Rule("rejected-credential", ("401 with ", "403 with ", "401 using ", "403 using "),
+         _c(r"40[13][ \t]++(?:with|using)[ \t]++(?:(?:the|my|this|key|token)[ \t]++){0,2}+"
+            r"([A-Za-z0-9_\-+/=~]{1,256}+(?:[.:][A-Za-z0-9_\-+/=~]{1,256}+){0,8}+)"),
+         1, lambda match: _refused_credential(match.group(1))),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
