@@ -926,9 +926,11 @@ RULES: tuple[Rule, ...] = (
     # and such a key printed alone in the lines after the call that made it.
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
          _c(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{50}(?![a-z0-9!@#$%^&*(\-_=+)])"
-            # (the key on a later line, or on the same one: a bashExecution's "output" after its "command")
-            r"|get_random_secret_key(?:(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n))?(?:[^\n\\]|\\[^n]){0,300}?"
-            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
+            r"|get_random_secret_key(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
+            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"
+            # (or first in a bashExecution's "output", on the line of the "command" that printed it)
+            r"|get_random_secret_key[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\"[ \t]*+:[ \t]*+\\?\""
+            r"([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
          -1, lambda match: is_chosen(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
