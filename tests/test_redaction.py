@@ -1051,3 +1051,20 @@ def test_a_token_of_random_letters_goes_and_a_name_of_code_stays() -> None:
 ])
 def test_a_refusal_quoting_an_id_a_path_or_words_keeps_them(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+def test_a_secret_named_in_a_key_name_or_parameter_field_is_redacted_and_other_settings_stay() -> None:
+    """Postman's and Terraform's {"key", "value"}, SSM's {"Name", "Value"}, CloudFormation's {"ParameterKey",
+    "ParameterValue"}: the name in one field, the secret in another, in a structure and in text."""
+    record = {"values": [{"key": "apiKey", "value": "Zx8Kq2Lm5Np7Rt9WcV3b", "enabled": True},
+                         {"key": "baseUrl", "value": "https://api.example.com"},
+                         {"key": "maxTokens", "value": "4096"}],
+              "Parameters": [{"ParameterKey": "DbPassword", "ParameterValue": "Hq7vLm2Zr9Kx"},
+                             {"ParameterKey": "Env", "ParameterValue": "prod"}],
+              "Parameter": {"Name": "/prod/db/password", "Value": "Hq7vLm2Zr9Kx", "Type": "SecureString"}}
+    out = Redactor(b"k").redact_value(record, Findings())
+    assert out["values"][0]["value"] == "[REDACTED:secret-assignment]" and out["values"][1:] == record["values"][1:]
+    assert out["Parameters"][0]["ParameterValue"] == "[REDACTED:secret-assignment]"
+    assert out["Parameters"][1] == record["Parameters"][1] and out["Parameter"]["Value"].startswith("[REDACTED")
+    text = jsoncodec.dumps(record).decode()
+    assert "Hq7vLm2Zr9Kx" not in Redactor(b"k").redact_text(text, Findings())

@@ -26,6 +26,7 @@ from hindsight_batch.redaction.rules import (
     _KEYWORDS,
     _SUFFIX_NAMES,
     _WHOLE_PART_NAMES,
+    NAME_VALUE_FIELDS,
     RULES,
     SECRET_KEY_NAME,
     Rule,
@@ -71,7 +72,7 @@ _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
-    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
+    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?(?:parameter)?value(?:\\{0,24}[\"'])?)?"
     rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|\|\||\?\?|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:)"
@@ -456,7 +457,7 @@ class Redactor:
             out: dict[str, Any] = {}
             named = _named_value(value)
             for key, item in value.items():
-                if (key == "value" and named) or (
+                if key == named or (
                         isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key))):
                     self._found(findings, "secret-assignment", item)
                     out[key] = marker("secret-assignment")
@@ -586,11 +587,15 @@ def _cookie_values(header: str) -> str:
     return values if values != header else marker("cookie")
 
 
-def _named_value(value: dict[str, Any]) -> bool:
-    """A name and its value in two fields of one object: {"name": "DD_APP_KEY", "value": "…"} (a tool call setting
-    a variable, docker inspect, a container's env), a browser's cookie {"name": "PHPSESSID", "value": "…"}."""
-    name, item = value.get("name"), value.get("value")
-    return isinstance(name, str) and isinstance(item, str) and named_value_secret(name, item)
+def _named_value(value: dict[str, Any]) -> str | None:
+    """The field holding a secret given under a name in another field of one object: {"name": "DD_APP_KEY",
+    "value": "…"} (a tool call setting a variable, a container's env), a browser's cookie {"name": "PHPSESSID",
+    "value": "…"}, a Postman variable {"key": "apiKey", "value": "…"} (rules.NAME_VALUE_FIELDS)."""
+    for name_field, value_field in NAME_VALUE_FIELDS:
+        name, item = value.get(name_field), value.get(value_field)
+        if isinstance(name, str) and isinstance(item, str):
+            return value_field if named_value_secret(name, item) else None
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

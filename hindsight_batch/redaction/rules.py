@@ -412,7 +412,9 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+# (also CloudFormation's {"ParameterKey": "DbPassword", "ParameterValue": "v"})
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?(?:parameter)?value"
+                r"(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
              r"|\)(?=[^\s\"'`,;:)\]}])"
@@ -665,6 +667,12 @@ _COOKIE_OBJECT = (
 # A session's or a login's cookie by its name: PHPSESSID, JSESSIONID, sessionid, connect.sid, laravel_session,
 # Google's SID and __Secure-3PSID, next-auth.session-token, remember_user_token, LinkedIn's li_at.
 _SESSION_COOKIE = re.compile(r"sess|sid$|^sid|auth|token|jwt|remember|login|identity|^li_at$", re.I)
+
+
+# The fields of an object that give a name and its value: ECS and Kubernetes env ("name"), Postman and Terraform
+# variables ("key"), SSM parameters ("Name"), CloudFormation parameters ("ParameterKey").
+NAME_VALUE_FIELDS = (("name", "value"), ("key", "value"), ("Name", "Value"), ("Key", "Value"),
+                     ("ParameterKey", "ParameterValue"))
 
 
 def named_value_secret(name: str, value: str) -> bool:
