@@ -1029,7 +1029,8 @@ def test_secrets_in_urls_sql_defaults_and_fish_or_compose_lines_are_redacted(tex
     "DATABASE_URL=postgres://app:%DB_PASS%@db/app", "ssh://git@github.com/acme/x.git",
     "https://ci-deploy-bot-for-the-organization@host/x", "set -gx token_path /etc/x/token",
     'const t = token || "anonymous"; const p = password ?? defaultPassword;', "token: this will take some time",
-    "apiKey: process.env.OPENAI_API_KEY,",
+    "apiKey: process.env.OPENAI_API_KEY,", "(n.cancel&&this.cancel(e,!0),!n.key||!!(e.key&&!e.ctrlKey&&!e.altKey))",
+    '    "Cryptography_HAS_PSK_TLSv1_3": cryptography_has_psk_tlsv1_3,',
 ])
 def test_templates_user_names_paths_and_defaults_that_are_words_stay(text: str) -> None:
     assert Redactor(b"k").redact_text(text, Findings()) == text

@@ -343,6 +343,10 @@ def _keyword_value(match: re.Match[str]) -> bool:
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
+    if match.group(3) in ("||", "??") and not match.group(4):
+        return False  # a default is a quoted literal: not n.key||!!(e.key&&…) in minified code
+    if keyword.lower() == "psk" and _JOINED_WORDS.fullmatch(value.strip("\"'`")):
+        return False  # "Cryptography_HAS_PSK_TLSv1_3": cryptography_has_psk_tlsv1_3, a name
     if " " in value and not password and not match.group(4):
         return False  # an unquoted app password (SMTP_PASS=abcd efgh ijkl mnop) is a password's, not "token: this…"
     before = _name_before(match.string, match.start())
