@@ -1069,3 +1069,12 @@ def test_a_secret_named_in_a_key_name_or_parameter_field_is_redacted_and_other_s
     assert out["Parameters"][1] == record["Parameters"][1] and out["Parameter"]["Value"].startswith("[REDACTED")
     text = jsoncodec.dumps(record).decode()
     assert "Hq7vLm2Zr9Kx" not in Redactor(b"k").redact_text(text, Findings())
+
+
+def test_a_key_in_a_header_named_for_no_secret_is_redacted_and_a_reference_stays() -> None:
+    text = ('curl -sS https://api.honeycomb.io/1/auth -H "X-Honeycomb-Team: pUWgSOGTOhe9GQjX9nqUBv" '
+            '-H "X-JFrog-Art-Api: Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" -s')
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "pUWgSOGTOhe9GQjX9nqUBv" not in out and "Zq8Lw3Nx5Rt7Yb2Kd4" not in out and out.endswith('" -s'), out
+    kept = "X-Honeycomb-Team: $HONEYCOMB_KEY"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept

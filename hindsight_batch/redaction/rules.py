@@ -696,9 +696,11 @@ _DASHED_WORDS = re.compile(r"(?:[A-Za-z]{2,24}+|[0-9]{1,8}+)(?:[\-_.](?:[A-Za-z]
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
-        ("authorization", "proxy-authorization"),
+        # (and the headers that carry a service's key under a name with no secret's word: Honeycomb's, JFrog's)
+        ("authorization", "proxy-authorization", "x-honeycomb-team", "x-jfrog-art-api"),
         _c(
-            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:proxy-)?authorization(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
+            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:(?:proxy-)?authorization|x-honeycomb-team|x-jfrog-art-api)"
+            r"(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
             rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+(?=\s))\s++)?([^\s\"'`,;\\]{{6,4096}}+)",
             re.I,
         ),
