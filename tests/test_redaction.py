@@ -1078,3 +1078,12 @@ def test_a_key_in_a_header_named_for_no_secret_is_redacted_and_a_reference_stays
         assert "pUWgSOGTOhe9GQjX9nqUBv" not in out and "Zq8Lw3Nx5Rt7Yb2Kd4" not in out and out.endswith('" -s'), out
     kept = "X-Honeycomb-Team: $HONEYCOMB_KEY"
     assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["creds: analytics / Passw0rd2026#dEP", "Login: admin / Hq7vLm2Zr9Kx, then deploy"])
+def test_a_user_and_password_after_a_credentials_word_lose_the_password(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Passw0rd2026" not in out and "Hq7vLm2Zr9Kx" not in out and ("analytics /" in out or "admin /" in out)
+    for kept in ("login: admin / password", '{"login":"octocat","id":1}', "login: see docs/auth for the flow",
+                 "creds: analytics / 2024-01-01"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept

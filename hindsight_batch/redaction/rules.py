@@ -626,14 +626,17 @@ _PHRASE = (
         r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
     # up to six words (a service, "sudo", "del server", a host 10.0.3.17) before the mark, none ending a sentence
     r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+(?:\.[\w\-]{1,24}+){0,4}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+    # a user and a password after credentials' word: "creds: analytics / Passw0rd…", "login: admin / v"
+    + r"|(?<![\w\-])(?:creds|credentials|login)[ \t]*+:[ \t]*+[\w.@\-]{1,64}+[ \t]*+/[ \t]*+" + _PHRASE_VALUE
 )
+_PHRASE_ANCHORS = (*_PHRASE_LITERALS, "creds:", "credentials:", "login:")
 
 
 def _phrase_value(match: re.Match[str]) -> bool:
     """An app password of four groups is one as printed; any other value is judged as a value given in prose."""
     if match.group(1) is not None:
         return not is_placeholder(match.group(1))
-    value = match.group(2)
+    value = match.group(match.lastindex or 2)
     word = match.group(0)[:12].lower()
     password = not word.startswith(tuple(w.strip()[:4] for w in _PHRASE_KEY_WORDS))
     return secret_value(value, password=password, quoted=False, prose=True, uuid=_credential_said(match))
@@ -906,7 +909,7 @@ RULES: tuple[Rule, ...] = (
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
-    Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    Rule("secret-phrase", _PHRASE_ANCHORS, _c(_PHRASE, re.I), -1, _phrase_value),
     # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
     # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
     Rule("expect-send", ("expect",),
