@@ -59,6 +59,9 @@ DENSE_FAMILIES: dict[str, str] = {
     "dense-base64": "data:\n  DATABASE_URL: cG9zdGdyZXM6Ly91OnBAaDo1NDMyL2Q=\n  auth: dG9rZW46",
     "basic-headers": "Authorization: Basic dG9rZW46cGFzcw== ",
     "long-json-string": "{\"token\": \"" + "a\\\"" * 40,
+    # a browser's cookie objects (fields between a name and its value), sentences in other languages naming a host
+    "cookie-objects": '{"name":"sid","path":"/","domain":"a.io","secure":true,"value":"x"} cookie ',
+    "phrase-sentences": "la contraseña de db.x.io es PgSqL y aBcD, DB 비번: sEsS ",
 }
 
 

@@ -53,6 +53,10 @@ CASES = [
     ("private-url", "dashboard at http://10.1.2.3:8080/admin?x=1", "10.1.2.3"),
     ("private-url", "see https://jenkins.corp/job/deploy", "jenkins.corp"),
     # Issue 37: secrets the independent set found missing, each as a class.
+    ("provider-token", "resend says 401 for re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1sndhv, why?", "re_Vg7sHIDD_I6EQ7C"),
+    ("rejected-credential", "The mistral API returns 401 with LjPIeTA39NjYoT0FmnuL8gZYST9jWWB6, is it the scope?",
+     "LjPIeTA39NjYoT0Fmn"),
+    ("session-cookie", '{"cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"}]}', "8f1a2b3c4d5e"),
     ("secret-phrase", "mon mot de passe sudo c'est uNHA#4v5PIIid1ul$ merci", "uNHA#4v5PIIid1ul"),
     ("secret-phrase", "数据库密码：0pw6c3zyzu6RLRsU7 — still failing", "0pw6c3zyzu6RLRsU7"),
     ("secret-phrase", "Ich habe den pagerduty-Schlüssel erneuert: u+MK9fkXis6kRaVzUama7", "u+MK9fkXis6kRaVzUama7"),
@@ -238,7 +242,8 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key", "django-secret-key"}
+                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie",
+                            "provider-token", "rejected-credential"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
 
@@ -797,6 +802,12 @@ def test_a_variable_that_says_it_holds_base64_is_decoded_and_judged() -> None:
     "cmVmdGtuOjAxOj" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh",
     "squ_" + "3e5f7a9b1c" * 4,
     "FLWSECK-" + "a1b2c3d4" * 4 + "-X",
+    "sdk-00944428-7f64-4ed8-94e2-1d344191e2f9",
+    "ATBB" + "3xQzYk8Lm2Np4Rt6Vw1Yb5Cd0Ef9Gh2Jk4L",
+    "v1.0-" + "a1b2c3d4e5f6" * 2 + "-" + "0f1e2d3c4b5a" * 12 + "0f",
+    "sha256~" + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3Zq8Lw3Nx5Rt7x",
+    "mgsNkfFnjaW76k.atlasv1." + "TDJjTi4IywQm-V5zicqKAvs_NZzaUUylQ9DE-06cOWllRDbo4RzIkZt5a7seiVcR_0L",
+    "AAAAqixXiNL:APA91b" + "u57Uec3CWT4yLPt9rlJc8la6KfBWa4lOHsk7YO5aCJTtJfHRPKSQ2SoG8XlN5zYQR1" * 2,
 ])
 def test_a_services_token_in_prose_is_redacted_by_its_prefix(token: str) -> None:
     text = f"The API returns 401 with {token}, is it the wrong scope?"
@@ -875,3 +886,204 @@ def test_a_django_key_printed_by_get_random_secret_key_is_redacted_and_the_call_
         assert "v7#k2(x-m9^q" not in out and "[REDACTED:django-secret-key]" in out, out
     code = "from django.core.management.utils import get_random_secret_key\nSECRET_KEY = get_random_secret_key()\n"
     assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # grep -n's line number after a file named for a secret does not hide the line's own assignment
+    ('./.streamlit/secrets.toml:6:resend_api_key = \\"re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1snd\\"\\n',
+     "re_Vg7sHIDD_I6EQ7CIrf86zadRcxq1snd"),
+    ("config/secrets.py:12:API_KEY = 'Zx8Kq2Lm5Np7Rt9WcV3b'", "Zx8Kq2Lm5Np7Rt9WcV3b"),
+    # a here-string after an escaped newline of JSON text
+    ("git status\\nvercel env add SNYK_TOKEN production <<< \\\"f64b90c8-daaf-444b-8a4d-c44200cb6aa5\\\"\\n",
+     "f64b90c8-daaf-444b-8a4d-c44200cb6aa5"),
+    # a UUID under a dotted API key's name or a camelCase API token's
+    ("+heroku.api.key=9bfc5bfb-929b-48d8-b076-10ff24712838\\n", "9bfc5bfb-929b-48d8-b076-10ff24712838"),
+    ('  postmarkApiToken: "d0af4e39-c3ac-427e-877b-9e8ba50a69c4",', "d0af4e39-c3ac-427e-877b-9e8ba50a69c4"),
+])
+def test_a_value_after_a_grep_line_number_a_json_newline_or_a_dotted_key_name_is_redacted(text: str,
+                                                                                          secret: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret[:12] not in out and secret[-12:] not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "PASSWORD_HASHERS=argon2_v19_default",
+    'JWT_ALGORITHM = "HS256"\nSECRET_KEY_BACKEND=vault',
+    "password_hash: pbkdf2_sha256",
+    '{"ClientToken": "123e4567-e89b-12d3-a456-426614174000", "requestToken": "0f8fad5b-d9cb-469f-a165-70867728950e"}',
+    "src/secrets.py:12:def rotate_key(old):",
+])
+def test_a_setting_naming_an_algorithm_an_idempotency_uuid_and_a_grep_line_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text
+    assert "Xk9q2LmZ" not in Redactor(b"k").redact_text("DB_PASSWORD=argon2_Xk9q2LmZ", Findings())
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("Here's my snyk key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38 — add it to the env", "1fa86de4-cc85-46ec"),
+    ("I rotated the postmark credentials, new one is 48c88a25-00d8-4893-b203-bd5e4193e263", "48c88a25-00d8-4893"),
+    ("mi contraseña de sudo es PrmOpehLGLxn\nthen run the tests.", "PrmOpehLGLxn"),
+    ("la contraseña de PostgreSQL es QvTnRwKsLpZm", "QvTnRwKsLpZm"),
+    ("my password is PrmOpehLGLxn, rotate it", "PrmOpehLGLxn"),
+    ("DB 비번: P@ss(TR2ZQA! Thanks!", "P@ss(TR2ZQA"),
+    ("мой пароль от базы rx%bUt&m(b#r#Cp Thanks!", "rx%bUt&m(b#r#Cp"),
+    ("парола за сървъра: Hq7vLm2Zr9Kx", "Hq7vLm2Zr9Kx"),
+    ("Das Root-Passwort für 10.0.3.17 ist rr4i6xetsHmQYDJVi4j\nthen run the tests.", "rr4i6xetsHmQYDJVi4j"),
+])
+def test_a_uuid_key_or_a_password_without_digits_given_in_a_sentence_is_redacted(text: str, secret: str) -> None:
+    """A UUID is a key when the sentence says one is given (Snyk's, Postmark's); a password of random letters or
+    symbols, in any language, after a host or a name that is no value."""
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the partition key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38",
+    "use the idempotency key: 1fa86de4-cc85-46ec-ae6b-c36285cc2c38",
+    "The old request was 1fa86de4-cc85-46ec-ae6b-c36285cc2c38, new one is fe2a63b6-93c6-431c-abe4-a47f5439adac",
+    "Das Passwort für 10.0.3.17 ist abgelaufen",
+    "la contraseña de PostgreSQL es demasiado corta",
+    "password reset for PostgreSQL users via GitHub",
+    "my password is JavaScriptDeveloper",
+])
+def test_an_id_a_host_or_a_product_name_after_a_password_word_stays(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"url":"https://app.acme.io","cookies":[{"name":"PHPSESSID",'
+    '"value":"s%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a","domain":"app.acme.io"}]}',
+    '$ cat cookies.json\n[{"domain": ".acme.io", "hostOnly": false, "name": "connect.sid", "path": "/",'
+    ' "sameSite": "lax", "secure": true,'
+    ' "session": true, "storeId": "0", "value": "s%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a", "id": 1}]',
+    "await page.setCookie({name: 'JSESSIONID', value: 's%3AmPi0pqdPP5wzaPe-eBfn14ZkwAkbGv8_.bspKPg7a'})",
+])
+def test_a_session_cookie_in_a_browsers_cookie_object_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "mPi0pqdPP5wzaPe" not in out and "bspKPg7a" not in out, out
+
+
+def test_a_secret_in_a_name_and_value_pair_of_a_tool_call_is_redacted_and_plain_values_stay() -> None:
+    """In a tool call's arguments (a structure, as an import sees them) the name and its value are two fields."""
+    arguments = {"env": [{"name": "DD_APP_KEY", "value": "9c1e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e"},
+                         {"name": "PORT", "value": "8080"}],
+                 "cookies": [{"name": "PHPSESSID", "value": "8f1a2b3c4d5e6f7a8b9c0d1e"},
+                             {"name": "theme", "value": "Kq8Zr2Lm4Np6Tx7Vb9Wc1Yz3"},
+                             {"name": "sessionName", "value": "my-session-2024-01"}]}
+    out = Redactor(b"k").redact_value(arguments, Findings())
+    assert out["env"] == [{"name": "DD_APP_KEY", "value": "[REDACTED:secret-assignment]"}, arguments["env"][1]]
+    assert out["cookies"][0]["value"] == "[REDACTED:secret-assignment]"
+    assert out["cookies"][1:] == arguments["cookies"][1:]
+    kept = '{"cookies":[{"name":"theme","value":"Kq8Zr2Lm4Np6Tx7Vb9Wc1Yz3"},{"name":"sid","value":"my-session-2024"}]}'
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ('network={\\n    ssid=\\"Raven-5G\\"\\n    psk=\\"sb3k&Ml4(k&)T2&\\"\\n    key_mgmt=WPA-PSK\\n}\\n',
+     "sb3k&Ml4(k&)T2&", "key_mgmt=WPA-PSK"),
+    ("[wifi-security]\nkey-mgmt=wpa-psk\npsk=Vq8xLm2Zr9Kt\n", "Vq8xLm2Zr9Kt", "key-mgmt=wpa-psk"),
+    ('10.0.0.1 %any : PSK "Vq8xLm2Zr9Kt"\n', "Vq8xLm2Zr9Kt", "%any : PSK"),
+    ("     1\\tlocalhost:5432:maple:etl_user:kwvTZ53tLVl5l\\n     2\\t*:*:*:replicator:HoExwPxdRALdHmFW\\n",
+     "HoExwPxdRALdHmFW", "localhost:5432:maple:etl_user:"),
+])
+def test_a_wifi_or_vpn_pre_shared_key_and_a_pgpass_line_read_without_its_name_are_redacted(text: str, secret: str,
+                                                                                         kept: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "key_mgmt=WPA-PSK\npsk=$WIFI_PSK", "the psk was wrong, check the router", "db:5432:app:user:password",
+    "2024-05-01 12:00:00 conn 10.0.0.5:5432: closed", "psk_file=/etc/wpa/psk.txt",
+])
+def test_talk_of_a_psk_and_a_pgpass_template_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ('CACHE_URL: \\"redis://:%23t3q%29%216k9L%29ZV%26u@db:6379/0\\"', "%23t3q%29%216k9L", "@db:6379/0"),
+    ('git config --global url."https://YKKwCOASTpJfxOwfeTnanK139yfs8IQcZZwN519dEy229TeNog@github.com/".insteadOf x',
+     "YKKwCOASTpJfxOwfeTnanK139", "@github.com/"),
+    ("ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY 'ZNqOiNODkFW2OE';", "ZNqOiNODkFW2OE",
+     "IDENTIFIED WITH mysql_native_password BY"),
+    ('AccountKey=\\"Hq6P2V6KAM5DC+r0NBxxqi54+HNzOx5jDly0pKPbJ5EeBB3LFZr3CnySTnBrRto3VV4bsxnYdOZ/Gtn4/z4Keg==\\"\\nW=4',
+     "Hq6P2V6KAM5DC+r0NBxx", "\\nW=4"),
+    ("set -gx EDITOR nvim\nset -gx refresh_token 1//0hoJOKRUJuLWYzSi4c7NjZJHA75D5a2LJheB2IE4SQ0LaIxJajsu8nMJ\n",
+     "hoJOKRUJuLWYzSi4c7", "set -gx EDITOR nvim"),
+    ('apiKey: process.env.TWILIO_AUTH_TOKEN || "686c621e2b853c27b47d9380a36cc3f8" });', "686c621e2b853c27",
+     "apiKey: process.env.TWILIO_AUTH_TOKEN ||"),
+    ("    environment:\n      - SMTP_PASS=wybg iicu egth bdke\n      - NODE_ENV=production", "wybg iicu",
+     "NODE_ENV=production"),
+    ("python -c 'print(get_random_secret_key())'\",\"output\":\"!5_#11ya2w4r9gkqv*+dfr@#aahtn%^f$uc*$$6u$+kig3_aix\\n",
+     "!5_#11ya2w4r9gkqv", "print(get_random_secret_key())"),
+])
+def test_secrets_in_urls_sql_defaults_and_fish_or_compose_lines_are_redacted(text: str, secret: str,
+                                                                            kept: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert secret not in out and kept in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "DATABASE_URL=postgres://app:%DB_PASS%@db/app", "ssh://git@github.com/acme/x.git",
+    "https://ci-deploy-bot-for-the-organization@host/x", "set -gx token_path /etc/x/token",
+    'const t = token || "anonymous"; const p = password ?? defaultPassword;', "token: this will take some time",
+    "apiKey: process.env.OPENAI_API_KEY,", "(n.cancel&&this.cancel(e,!0),!n.key||!!(e.key&&!e.ctrlKey&&!e.altKey))",
+    '    "Cryptography_HAS_PSK_TLSv1_3": cryptography_has_psk_tlsv1_3,',
+])
+def test_templates_user_names_paths_and_defaults_that_are_words_stay(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    assert _through_import(text) == text
+
+
+def test_a_token_of_random_letters_goes_and_a_name_of_code_stays() -> None:
+    text = "export VERCEL_TOKEN=kvvFxcoHUSdlvcvwKTXWhWCL\nexport PORT=8080\n"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "kvvFxcoHUSdlvcvw" not in out and "export PORT=8080" in out, out
+    for code in ("token = XMLHttpRequestUpload", "API_KEY=SomeConfigurationName", "token = HTMLInputElementValue"):
+        assert Redactor(b"k").redact_text(code, Findings()) == code
+
+
+@pytest.mark.parametrize("text", [
+    "it returned 401 with request_id 7f3a9c1e-2b4d-4e6f-8a0b-1c2d3e4f5a6b",
+    "got 403 with /api/v1/projects/12345/members", "returns 403 with AccessDeniedExceptionForUser",
+    "got 401 with 7f3a9c1e-2b4d-4e6f-8a0b-1c2d3e4f5a6b", "the API returns 401 with the token from yesterday",
+])
+def test_a_refusal_quoting_an_id_a_path_or_words_keeps_them(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+
+
+def test_a_secret_named_in_a_key_name_or_parameter_field_is_redacted_and_other_settings_stay() -> None:
+    """Postman's and Terraform's {"key", "value"}, SSM's {"Name", "Value"}, CloudFormation's {"ParameterKey",
+    "ParameterValue"}: the name in one field, the secret in another, in a structure and in text."""
+    record = {"values": [{"key": "apiKey", "value": "Zx8Kq2Lm5Np7Rt9WcV3b", "enabled": True},
+                         {"key": "baseUrl", "value": "https://api.example.com"},
+                         {"key": "maxTokens", "value": "4096"}],
+              "Parameters": [{"ParameterKey": "DbPassword", "ParameterValue": "Hq7vLm2Zr9Kx"},
+                             {"ParameterKey": "Env", "ParameterValue": "prod"}],
+              "Parameter": {"Name": "/prod/db/password", "Value": "Hq7vLm2Zr9Kx", "Type": "SecureString"}}
+    out = Redactor(b"k").redact_value(record, Findings())
+    assert out["values"][0]["value"] == "[REDACTED:secret-assignment]" and out["values"][1:] == record["values"][1:]
+    assert out["Parameters"][0]["ParameterValue"] == "[REDACTED:secret-assignment]"
+    assert out["Parameters"][1] == record["Parameters"][1] and out["Parameter"]["Value"].startswith("[REDACTED")
+    text = jsoncodec.dumps(record).decode()
+    assert "Hq7vLm2Zr9Kx" not in Redactor(b"k").redact_text(text, Findings())
+
+
+def test_a_key_in_a_header_named_for_no_secret_is_redacted_and_a_reference_stays() -> None:
+    text = ('curl -sS https://api.honeycomb.io/1/auth -H "X-Honeycomb-Team: pUWgSOGTOhe9GQjX9nqUBv" '
+            '-H "X-JFrog-Art-Api: Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3" -s')
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "pUWgSOGTOhe9GQjX9nqUBv" not in out and "Zq8Lw3Nx5Rt7Yb2Kd4" not in out and out.endswith('" -s'), out
+    kept = "X-Honeycomb-Team: $HONEYCOMB_KEY"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["creds: analytics / Passw0rd2026#dEP", "Login: admin / Hq7vLm2Zr9Kx, then deploy"])
+def test_a_user_and_password_after_a_credentials_word_lose_the_password(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Passw0rd2026" not in out and "Hq7vLm2Zr9Kx" not in out and ("analytics /" in out or "admin /" in out)
+    for kept in ("login: admin / password", '{"login":"octocat","id":1}', "login: see docs/auth for the flow",
+                 "creds: analytics / 2024-01-01"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept

@@ -27,10 +27,12 @@ from hindsight_batch.redaction.rules import (
     _KEYWORDS,
     _SUFFIX_NAMES,
     _WHOLE_PART_NAMES,
+    NAME_VALUE_FIELDS,
     RULES,
     SECRET_KEY_NAME,
     Rule,
     looks_secret,
+    named_value_secret,
     private_url_rule,
     secret_name,
 )
@@ -70,8 +72,8 @@ _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
-    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
-    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|,])(?:[ ]|\\t)*)?"
+    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?(?:parameter)?value(?:\\{0,24}[\"'])?)?"
+    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|\|\||\?\?|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:)"
     rb"(?:[ ]|\\t)+)?"
@@ -83,6 +85,8 @@ _SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
 # (Twenty characters first: the same language as "a digit somewhere, or twenty characters", tried in at most twenty
 # steps, where a lazy run up to a digit first would scan to the end of a long run from every keyword in it.)
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9]"
+                          # (or a value of symbols, values.is_chosen: rx%bUt&m(b#r#Cp)
+                          rb"|" + _SHAPE_RUN + rb"{0,19}?[!#%^&*@~$]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
@@ -451,8 +455,10 @@ class Redactor:
             return self.redact_text(value, findings, hints)
         if isinstance(value, dict):
             out: dict[str, Any] = {}
+            named = _named_value(value)
             for key, item in value.items():
-                if isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key)):
+                if key == named or (
+                        isinstance(item, str) and _secret_key(key) and looks_secret(item, str(key))):
                     self._found(findings, "secret-assignment", item)
                     out[key] = marker("secret-assignment")
                 else:
@@ -579,6 +585,17 @@ def _cookie_values(header: str) -> str:
     values = _COOKIE_PAIR.sub(lambda match: match.group(0) if match.group(1).lower() in _COOKIE_ATTRIBUTES
                               else f"{match.group(1)}={marker('cookie')}", header)
     return values if values != header else marker("cookie")
+
+
+def _named_value(value: dict[str, Any]) -> str | None:
+    """The field holding a secret given under a name in another field of one object: {"name": "DD_APP_KEY",
+    "value": "…"} (a tool call setting a variable, a container's env), a browser's cookie {"name": "PHPSESSID",
+    "value": "…"}, a Postman variable {"key": "apiKey", "value": "…"} (rules.NAME_VALUE_FIELDS)."""
+    for name_field, value_field in NAME_VALUE_FIELDS:
+        name, item = value.get(name_field), value.get(value_field)
+        if isinstance(name, str) and isinstance(item, str):
+            return value_field if named_value_secret(name, item) else None
+    return None
 
 
 @functools.lru_cache(maxsize=4096)

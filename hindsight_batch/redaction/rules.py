@@ -32,9 +32,11 @@ from hindsight_batch.redaction.values import (
     character_classes,
     is_chosen,
     is_code_or_reference,
+    is_known_non_secret,
     is_placeholder,
     is_self_describing,
     secret_value,
+    shannon_entropy,
 )
 
 
@@ -83,7 +85,8 @@ _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt
                          "webhook", "consumer", "recovery", "session", "shared")
 # Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
-_WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
+# (psk: a Wi-Fi or VPN pre-shared key, wpa_supplicant's psk=, NetworkManager's, strongSwan's ': PSK "v"')
+_WHOLE_PART_NAMES = rf"passcode|pass|pw|auth|creds?|psk|(?:{'|'.join(_KEY_PURPOSES)})[_-]?key"
 SECRET_KEY_NAME = re.compile(
     r"password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|credential|cookie|authorization|bearer|basic[_-]?auth",
@@ -152,6 +155,15 @@ _NB = rf"(?:(?<![{_TOKEN}])|(?<=\\[nrt]))"
 _NA = rf"(?![{_TOKEN}])"  # not followed by one
 
 
+def _refused_credential(value: str) -> bool:
+    """A key or a token, as an API refused it: long, random, of three kinds of character or a long hex run; not an
+    id, a path, a number, a UUID (a request's id) or a placeholder."""
+    if len(value) < 20 or is_placeholder(value) or is_known_non_secret(value) or "://" in value:
+        return False
+    hex_run = len(value) >= 32 and all(c in "0123456789abcdefABCDEF" for c in value)
+    return hex_run or (character_classes(value) >= 3 and shannon_entropy(value) >= 3.5)
+
+
 def _credential(match: re.Match[str]) -> bool:
     """A header credential, unless it is a template, a placeholder or a bare name of code."""
     value = match.group(match.lastindex or 0).strip("\"'`")
@@ -170,7 +182,23 @@ def _url_credential(match: re.Match[str]) -> bool:
     """A password in a URL or a query parameter, unless it is a template or a placeholder (a password there
     is never code, so a plain word counts)."""
     value = match.group(match.lastindex or 0).strip("\"'`")
+    if _PERCENT_ENCODED.match(value):
+        return not is_placeholder(value)  # %23t3q%29…: a password percent-encoded, not a %TEMPLATE%
     return len(value) >= 4 and not is_placeholder(value) and not value.startswith(("$", "{", "<", "%", "["))
+
+
+# (a reserved character's code, %23 for "#", %40 for "@": not %DB_PASS%)
+_PERCENT_ENCODED = re.compile(r"%(?:2[0-9A-Fa-f]|3[A-Fa-f]|40|5[BbDdEe]|60|7[B-Eb-e])"
+                              r"(?![^%\s]{0,64}+%(?![0-9A-Fa-f]{2}))")
+
+
+def _url_user_or_password(match: re.Match[str]) -> bool:
+    """A URL's password (:func:`_url_credential`), or a token given as its user name (long and random: no one's
+    name)."""
+    if match.lastindex == 2:
+        value = match.group(2)
+        return character_classes(value) >= 3 and shannon_entropy(value) >= 4.0 and not is_placeholder(value)
+    return _url_credential(match)
 
 
 def _base64_private_key(match: re.Match[str]) -> bool:
@@ -207,7 +235,7 @@ _KEYWORDS = (
 _KEYWORD_LITERALS = (
     "password", "passwd", "passphrase", "pwd", "secret", "token", "api_key", "api-key", "apikey", "access_key",
     "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential", "bearer", "basic_auth",
-    "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred",
+    "basic-auth", "basicauth", "basic auth", "pass", "pw", "auth", "cred", "psk",
     *_KEY_PURPOSE_LITERALS, "_key", ".key", "-key", "_pat", ".pat", "-pat", "_salt", "presharedkey",
 )
 # Names ending in _KEY that hold no secret: a database's or a map's key, a public or a site key, a key's id.
@@ -218,8 +246,10 @@ _NOT_SECRET_KEY_NAMES = re.compile(
     r"|search|query|sign_in|signin|license_file|music|piano|api_key|access_key|secret)[_.\-]?$", re.I)
 _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
-_UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
-                        r"|(?:^|[_\-.\s])token", re.I)
+# (also heroku.api.key, and a camelCase API token's name: postmarkApiToken, not an AWS ClientToken)
+_UUID_NAME = re.compile(r"pass|pw|secret|api[_\-.\s]?key|access[_\-.\s]?key|auth|credential|creds?(?:$|[_\-.])"
+                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)",
+                        re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",
@@ -228,6 +258,8 @@ _NOT_SECRET_SUFFIXES = (
     "cmd", "method", "scheme", "label", "hint", "prompt", "regex", "pattern", "strategy", "kind", "ref", "index",
     "timeout", "location", "manager", "service", "client", "count", "max", "min", "enabled", "required", "reset",
     "rotation", "version", "spec", "schema", "validator", "input", "key_id", "keyid", "arn", "stdin",
+    # a setting that names how secrets are made or checked: PASSWORD_HASHERS, TOKEN_ALGORITHM, SECRET_KEY_BACKEND
+    "hasher", "hashers", "hashing", "algo", "algorithm", "algorithms", "alg", "kdf", "backend", "validators",
     # a digest of the secret, or a file that holds it encrypted or named: token_sha256, credentials.yml.enc
     "sha1", "sha256", "sha512", "md5", "digest", "checksum", "fingerprint", "enc", "yml", "yaml", "json", "txt",
 )
@@ -267,6 +299,8 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
         return True
     if keyword[-3:].lower() == "key" and (keyword[-4] in "_-" or keyword[-3] == "K"):
         return True
+    if keyword.lower() == "psk" and match.group(4) is not None:
+        return True  # ipsec.secrets' : PSK "v", nmcli's wifi-sec.psk "v"
     if keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3:
         return True  # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c"
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
@@ -309,6 +343,12 @@ def _keyword_value(match: re.Match[str]) -> bool:
         if any(word in before for word in _HASH_WORDS):
             return False  # "commit token 3f78…": a git SHA or a digest named as such
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
+    if match.group(3) in ("||", "??") and not match.group(4):
+        return False  # a default is a quoted literal: not n.key||!!(e.key&&…) in minified code
+    if keyword.lower() == "psk" and _JOINED_WORDS.fullmatch(value.strip("\"'`")):
+        return False  # "Cryptography_HAS_PSK_TLSv1_3": cryptography_has_psk_tlsv1_3, a name
+    if " " in value and not password and not match.group(4):
+        return False  # an unquoted app password (SMTP_PASS=abcd efgh ijkl mnop) is a password's, not "token: this…"
     before = _name_before(match.string, match.start())
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
@@ -320,7 +360,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
     prose = match.group(3) is None
     if prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
-    if prose and _ENV_NAME.fullmatch(before + keyword + rest):
+    if prose and (_ENV_NAME.fullmatch(before + keyword + rest)
+                  or _SHELL_SET.search(match.string, max(0, name_start - 16), name_start)):
         prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
     elif prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
@@ -340,6 +381,9 @@ _SEALED = re.compile(r"encryptedData:")
 _JOINED_WORDS = re.compile(r"[a-z0-9]{1,16}+(?:[_:.][a-z0-9]{1,16}+){1,16}+")
 _CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+
+
+_SHELL_SET = re.compile(r"(?<![\w\-])set[ \t]++-[A-Za-z]{1,4}+[ \t]++$")  # fish's set -gx name v: any name's case
 
 
 def _config_line(match: re.Match[str]) -> bool:
@@ -372,15 +416,18 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+# (also CloudFormation's {"ParameterKey": "DbPassword", "ParameterValue": "v"})
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?(?:parameter)?value"
+                r"(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
 _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
              r"|\)(?=[^\s\"'`,;:)\]}])"
              r"|\\(?![nrt\\\"'`]))")
 _UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
-# (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
+# (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
 _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
-          rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
+          rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
+          rf"|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
 
 _SHELL_WORD = r"""(?:'[^'\n]{0,256}+'|"[^"\n]{0,256}+"|[^\s'"|;&<>]{1,256}+)"""
@@ -420,7 +467,8 @@ _CLI_PASSWORD = "|".join((
     _cli(r"net[ \t]++use", r"/user:[^\s]{1,128}+[ \t]++(?!/)" + _CLI_VALUE),  # (net use \\host\share /user:u v)
     _cli(r"rabbitmqctl", r"(?:add_user|change_password)[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     r"(?i:sshpass)=" + _CLI_VALUE,  # SSHPASS=v sshpass -e …
-    r"(?i:identified[ \t]++by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,  # SQL: CREATE USER … IDENTIFIED BY 'v'
+    # SQL: CREATE USER … IDENTIFIED BY 'v', ALTER USER … IDENTIFIED WITH mysql_native_password BY 'v'
+    r"(?i:identified[ \t]++(?:with[ \t]++\w{1,64}+[ \t]++)?by)[ \t]++(?i:password[ \t]++)?" + _CLI_VALUE,
     r"send[ \t]++\{([^}\n]{1,256}+)\}",  # expect's send {v} (after a password prompt: _cli_password)
     # htpasswd -b [other flags] FILE USER PASSWORD
     r"htpasswd(?=[^\n|;&]{0,64}?[ \t]-[a-zA-Z]{0,7}b)(?:[ \t]++-[a-zA-Z]{1,8}+){1,4}+"
@@ -435,7 +483,7 @@ _CLI_COMMANDS = (
     "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop", "curl ", "keytool",
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
-    "send {", "xcrun", "net use",
+    "identified with", "send {", "xcrun", "net use",
 )
 
 
@@ -496,7 +544,8 @@ _STDIN_PASSWORD = (
     r"|printf(?:[ \t]++(?:'%s(?:\\{1,2}n)?'|\\{0,3}\"%s(?:\\{1,4}n)?\\{0,3}\"|%s(?:\\n)?))?)"
     rf"[ \t]++{_CLI_VALUE}[ \t]*+\|(?!\|)[ \t]*+(?:{_STDIN_READERS})"
     # reader … <<< VALUE (a flag that reads standard input, then up to sixteen words)
-    rf"|(?<![\w\-])(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)(?![\w\-])"
+    rf"|(?:(?<![\w\-])|(?<=\\[nrt]))(?:{_SUDO_STDIN}|--password-stdin|chpasswd|passwd --stdin|kinit|vercel env add)"
+    r"(?![\w\-])"
     rf"(?:[ \t]++{_SHELL_WORD}){{0,16}}?[ \t]*+<<<[ \t]*+{_CLI_VALUE}"
 )
 # Every match holds one of these (lowercase: chpasswd, passphrase-fd). None holds "pass": a literal that holds
@@ -549,44 +598,112 @@ def _xml_secret(match: re.Match[str]) -> bool:
 # Words for a password (then for a key, a token, credentials) in other languages, lowercase; a word whose first
 # letter changes case outside ASCII is given without it (ароль: Пароль and пароль).
 _PHRASE_PASSWORD_WORDS = ("mot de passe", "contraseña", "contrasena", "passwort", "kennwort", "wachtwoord", "senha",
-                          "hasło", "haslo", "ароль", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
+                          "hasło", "haslo", "арол", "パスワード", "密码", "密碼", "口令", "şifre", "sifre", "비밀번호",
                           "lösenord", "losenord", "heslo", "mật khẩu", "kata sandi", "كلمة المرور", "كلمة السر",
                           "पासवर्ड", "parola", "salasana", "passord", "adgangskode", "lozinka", "jelszó", "app password",
-                          "app-specific password")
+                          "app-specific password",
+                          # (and Korean's short form, Bulgarian's, Serbian's, Thai, Hebrew, Persian, Greek, and more)
+                          "비번", "비밀 번호", "암호", "озинк", "รหัสผ่าน", "סיסמ", "رمز عبور", "گذرواژه",
+                          "ωδικός πρόσβασης", "υνθηματικό", "暗証番号", "contrasenya", "parool", "geslo", "parolă",
+                          "slaptažodis", "kata laluan", "mat khau", "palavra-passe")
 _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz", "ключ", "キー", "密钥", "llave",
-                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten")
+                     "chave", " key:", " key is ", "new one is ", "credenciales", "zugangsdaten",
+                     "令牌", "秘钥", "トークン", "토큰", "окен", "екрет")
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
 _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
                 r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
                 r"|[ \t]*+是[ \t]*+|[ \t]++)")
-# (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
-_PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
+# (A digit, a symbol or two changes to upper case in it (not PostgreSQL, GitHub), and not a number or an address
+# alone: words of the sentence are tried as the value first, and a refused value hides the rest.)
+_PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9]|[^\s!#%^&*@~$]{0,127}+[!#%^&*@~$]"
+                 r"|(?-i:\S{0,127}?[a-z][A-Z]\S{0,127}?[a-z][A-Z]))"
+                 r"(?![0-9.:/\-]{1,64}+(?:[\s,;)!?]|$))"
+                 r"((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
     r"|(?:" + "|".join(re.escape(w.rstrip()) for w in _PHRASE_PASSWORD_WORDS + _PHRASE_KEY_WORDS).replace(
         r"\ key", r"(?<=[^\W\d_])\ key") + ")"  # (" key:" after a word: "my X key: v", not YAML's "  key: v")
-    # up to six words (a service, "sudo", "del server") before the mark, none ending a sentence
-    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+    # up to six words (a service, "sudo", "del server", a host 10.0.3.17) before the mark, none ending a sentence
+    r"(?:[\w\-'’]{0,24}+(?:[ \t]++[\w\-'’]{1,24}+(?:\.[\w\-]{1,24}+){0,4}+){0,6}?)?" + _PHRASE_MARK + _PHRASE_VALUE
+    # a user and a password after credentials' word: "creds: analytics / Passw0rd…", "login: admin / v"
+    + r"|(?<![\w\-])(?:creds|credentials|login)[ \t]*+:[ \t]*+[\w.@\-]{1,64}+[ \t]*+/[ \t]*+" + _PHRASE_VALUE
 )
+_PHRASE_ANCHORS = (*_PHRASE_LITERALS, "creds:", "credentials:", "login:")
 
 
 def _phrase_value(match: re.Match[str]) -> bool:
     """An app password of four groups is one as printed; any other value is judged as a value given in prose."""
     if match.group(1) is not None:
         return not is_placeholder(match.group(1))
-    value = match.group(2)
+    value = match.group(match.lastindex or 2)
     word = match.group(0)[:12].lower()
     password = not word.startswith(tuple(w.strip()[:4] for w in _PHRASE_KEY_WORDS))
-    return secret_value(value, password=password, quoted=False, prose=True)
+    return secret_value(value, password=password, quoted=False, prose=True, uuid=_credential_said(match))
+
+
+# A credential's word in the sentence before "new one is …" (I rotated the snyk credentials, new one is …).
+_CREDENTIAL_WORD = re.compile(r"credential|api[ _\-]?key|\bkeys?\b|token|secret|password", re.I)
+
+
+def _credential_said(match: re.Match[str]) -> bool:
+    """Whether the sentence says a UUID-shaped value is a credential (Snyk's, Postmark's and Heroku's keys are
+    UUIDs): "my snyk key: …", "here's the license key: …", "rotated the snyk credentials, new one is …"; not a
+    database's or a request's key ("the partition key: …", "idempotency key: …")."""
+    text = match.string
+    head = match.group(0)[:12].lower()
+    before = text[max(0, match.start() - 80) : match.start()]
+    if head.startswith("new one is"):
+        return _CREDENTIAL_WORD.search(before) is not None
+    if head.startswith(" key"):
+        name = before.rsplit(None, 1)[-1] if before.strip() else ""
+        return (not _NOT_SECRET_KEY_NAMES.search(name + "_") and not name.lower().startswith("idempot")
+                and _GIVING.search(before + " ") is not None)
+    return False
+
+
+# A cookie as a browser tool or an export gives it: {"name": "PHPSESSID", "value": "…", "domain": …} (Playwright's
+# storage state, DevTools, EditThisCookie, Puppeteer's setCookie), the name first, up to ten other fields between.
+_COOKIE_OBJECT = (
+    r"(?<![\w$])name\\{0,8}+[\"']?[ \t]*+:[ \t]*+\\{0,8}+[\"']([^\"'\\\s]{1,128}+)\\{0,8}+[\"']"
+    r"(?:[ \t]*+,(?:[ \t\r\n]|\\[rnt]){0,32}+\\{0,8}+[\"']?(?!value\b)[A-Za-z_$][\w$]{0,31}+\\{0,8}+[\"']?[ \t]*+:"
+    r"[ \t]*+(?:\\{0,8}+[\"'][^\"'\\\n]{0,256}+\\{0,8}+[\"']|true|false|null|-?[0-9][0-9.eE+\-]{0,24}+)){0,10}+"
+    r"[ \t]*+,(?:[ \t\r\n]|\\[rnt]){0,32}+\\{0,8}+[\"']?value\\{0,8}+[\"']?[ \t]*+:[ \t]*+\\{0,8}+[\"']"
+    r"([^\"'\\\s]{8,4096}+)"
+)
+# A session's or a login's cookie by its name: PHPSESSID, JSESSIONID, sessionid, connect.sid, laravel_session,
+# Google's SID and __Secure-3PSID, next-auth.session-token, remember_user_token, LinkedIn's li_at.
+_SESSION_COOKIE = re.compile(r"sess|sid$|^sid|auth|token|jwt|remember|login|identity|^li_at$", re.I)
+
+
+# The fields of an object that give a name and its value: ECS and Kubernetes env ("name"), Postman and Terraform
+# variables ("key"), SSM parameters ("Name"), CloudFormation parameters ("ParameterKey").
+NAME_VALUE_FIELDS = (("name", "value"), ("key", "value"), ("Name", "Value"), ("Key", "Value"),
+                     ("ParameterKey", "ParameterValue"))
+
+
+def named_value_secret(name: str, value: str) -> bool:
+    """A value given under a name in a field of its own ({"name": "DD_APP_KEY", "value": "…"}, a browser's cookie
+    {"name": "PHPSESSID", "value": "…"}): a secret when the name is a secret's or a session cookie's and the value
+    is one."""
+    if _SESSION_COOKIE.search(name):
+        # (a session's id is long and random: not a name such as my-session-2024 or dark-mode)
+        return (len(value) >= 16 and not _DASHED_WORDS.fullmatch(value) and not is_placeholder(value)
+                and secret_value(value, password=False, quoted=True))
+    return secret_name(name) and looks_secret(value, name)
+
+
+_DASHED_WORDS = re.compile(r"(?:[A-Za-z]{2,24}+|[0-9]{1,8}+)(?:[\-_.](?:[A-Za-z]{2,24}+|[0-9]{1,8}+)){1,12}+")
 
 
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
-        ("authorization", "proxy-authorization"),
+        # (and the headers that carry a service's key under a name with no secret's word: Honeycomb's, JFrog's)
+        ("authorization", "proxy-authorization", "x-honeycomb-team", "x-jfrog-art-api"),
         _c(
-            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:proxy-)?authorization(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
+            r"(?:(?<![\w-])|(?<=\\[nrt]))(?:(?:proxy-)?authorization|x-honeycomb-team|x-jfrog-art-api)"
+            r"(?:\\{0,8}+[\"'`])?\s*+[:=]\s*+(?:\\{0,8}+[\"'`])?"
             rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+(?=\s))\s++)?([^\s\"'`,;\\]{{6,4096}}+)",
             re.I,
         ),
@@ -605,6 +722,9 @@ RULES: tuple[Rule, ...] = (
            re.I),
         1,
     ),
+    Rule("session-cookie", ("name",), _c(_COOKIE_OBJECT), 2,
+         lambda match: named_value_secret(match.group(1), match.group(2)),
+         prefilter=("cookie", "sessid", "sessionid")),  # (not "sess": "session" is in most records of some sessions)
     Rule(
         "aws-access-key",
         ("akia", "asia", "abia", "acca"),
@@ -663,7 +783,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "azure-storage-key",
         ("accountkey=", "sharedaccesskey="),
-        _c(r"(?:account|sharedaccess)key=([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
+        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
         1,
     ),
     Rule(
@@ -721,7 +841,8 @@ RULES: tuple[Rule, ...] = (
          "fm1", "fm2", "pcsk_", "lsv2", "pul-", "pmak-", "cfpat-", "nfp", "tskey-", "sgp", "slk", "dt0c01.",
          "rubygems", "xkeysib-", "ops_eyj", "absk", "bedrock-api-key-", "akcp", "sk.eyj", "bkua", "sb_secret_",
          "ezak", "nrak-", "sl.", "eaa", "access_token$", "hcaik_", "hcxik_", "cmvmd", "squ_", "sqp_", "sqa_",
-         "flwseck"),
+         "flwseck", "sdk-", "mob-", "atbb", "v1.0-", "sha256~", "aqvn", "ico-", "fio-u-", "dnkey-", "tk-us-",
+         "1//0"),
         _c(
             rf"{_NB}(?:lin_api_[A-Za-z0-9]{{40}}|gsk_[A-Za-z0-9]{{48,56}}|xai-[A-Za-z0-9]{{70,90}}"
             rf"|pplx-[A-Za-z0-9]{{40,56}}|r8_[A-Za-z0-9]{{37}}|tvly-(?:dev-|prod-)?[A-Za-z0-9]{{24,40}}"
@@ -748,9 +869,28 @@ RULES: tuple[Rule, ...] = (
             rf"|EZAK[A-Za-z0-9]{{54}}|NRAK-[A-Za-z0-9]{{27}}|sl\.(?:u\.)?[A-Za-z0-9_\-=]{{100,1500}}+"
             rf"|EAAA[A-Za-z0-9_\-+=]{{60}}|EAA[A-Za-z0-9]{{90,512}}+"
             rf"|access_token\$(?:production|sandbox)\$[0-9a-z]{{16}}\$[0-9a-f]{{32}}|hc[ax]ik_[a-z0-9]{{58}}"
-            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X){_NA}"
+            rf"|cmVmd[A-Za-z0-9]{{59}}|sq[upa]_[a-f0-9]{{40}}|FLWSECK(?:_TEST)?-[a-fA-F0-9]{{32}}-X"
+            # LaunchDarkly's SDK and mobile keys, Bitbucket's app passwords, Cloudflare's Origin CA keys, OpenShift's
+            # OAuth tokens, Yandex's API keys, Infracost's, Frame.io's, Defined Networking's, Scalingo's
+            rf"|(?:sdk|mob)-[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}"
+            rf"|ATBB[A-Za-z0-9_=.\-]{{28,100}}+|v1\.0-[a-f0-9]{{24}}-[a-f0-9]{{146}}|sha256~[A-Za-z0-9_\-]{{43}}"
+            rf"|AQVN[A-Za-z0-9_\-]{{35,38}}|ico-[A-Za-z0-9]{{32}}|fio-u-[A-Za-z0-9_=\-]{{64}}"
+            rf"|dnkey-[A-Za-z0-9_=\-]{{26}}-[A-Za-z0-9_=\-]{{52}}|tk-us-[A-Za-z0-9_\-]{{48}}"
+            rf"|1//0[A-Za-z0-9_\-]{{40,512}}+){_NA}"  # (a Google OAuth refresh token)
         ),
     ),
+    # Keys whose prefix is not where they start (Terraform Cloud's "….atlasv1.…", Firebase Cloud Messaging's server
+    # keys "AAAA…:APA91b…") or too short to look for in every record (Resend's "re_"): searched in a text holding
+    # their mark, each attempt bounded.
+    Rule("provider-token", (),
+         _c(r"(?<![A-Za-z0-9_\-])(?:[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"
+            r"|AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,200}+|re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24})(?![A-Za-z0-9_\-])"),
+         prefilter=("atlasv1", ":apa91b", "resend")),
+    # A credential quoted in a report of its refusal: "the X API returns 401 with <key>", "got a 403 using <token>".
+    Rule("rejected-credential", ("401 with ", "403 with ", "401 using ", "403 using "),
+         _c(r"40[13][ \t]++(?:with|using)[ \t]++(?:(?:the|my|this|key|token)[ \t]++){0,2}+"
+            r"([A-Za-z0-9_\-+/=~]{1,256}+(?:[.:][A-Za-z0-9_\-+/=~]{1,256}+){0,8}+)"),
+         1, lambda match: _refused_credential(match.group(1))),
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
@@ -769,7 +909,7 @@ RULES: tuple[Rule, ...] = (
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
-    Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    Rule("secret-phrase", _PHRASE_ANCHORS, _c(_PHRASE, re.I), -1, _phrase_value),
     # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
     # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
     Rule("expect-send", ("expect",),
@@ -792,7 +932,10 @@ RULES: tuple[Rule, ...] = (
     # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
     Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
                           r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
-         1, lambda match: not is_placeholder(match.group(1)), prefilter=("pgpass",)),
+         # (also a read whose text does not name the file: a line on Postgres's port or with a wildcard)
+         1, lambda match: not is_placeholder(match.group(1)) and secret_value(match.group(1), password=True,
+                                                                             quoted=True),
+         prefilter=("pgpass", ":5432:", ":*:")),
     Rule("wireguard-key", ("wg genkey",),
          _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
             r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
@@ -801,7 +944,10 @@ RULES: tuple[Rule, ...] = (
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
          _c(r"django-insecure-[a-z0-9!@#$%^&*(\-_=+)]{50}(?![a-z0-9!@#$%^&*(\-_=+)])"
             r"|get_random_secret_key(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
-            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
+            r"(?<![a-z0-9!@#$%^&*(\-_=+)])([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"
+            # (or first in a bashExecution's "output", on the line of the "command" that printed it)
+            r"|get_random_secret_key[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\"[ \t]*+:[ \t]*+\\?\""
+            r"([a-z0-9!@#$%^&*(\-_=+)]{50})(?![a-z0-9!@#$%^&*(\-_=+)])"),
          -1, lambda match: is_chosen(match.group(match.lastindex or 0))),
     # A Zapier catch hook's URL is its credential too.
     Rule("zapier-webhook", ("hooks.zapier.com/hooks/catch/",),
@@ -817,9 +963,10 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "url-credentials",
         ("://",),
-        _c(r"://[^\s/:@\"'<>]{0,256}+:([^\s/@\"'<>]{1,256}+)@"),
-        1,
-        _url_credential,
+        # (or a token as the user name, no password: https://<token>@github.com/, as git's insteadOf writes it)
+        _c(r"://(?:[^\s/:@\"'<>]{0,256}+:([^\s/@\"'<>]{1,256}+)|([A-Za-z0-9_\-]{30,256}+))@"),
+        -1,
+        _url_user_or_password,
     ),
     Rule(
         "url-secret-param",
@@ -846,9 +993,13 @@ RULES: tuple[Rule, ...] = (
             + _VALUE_FIELD
             # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
             # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
-            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            # (and a default after a reference: process.env.TWILIO_AUTH_TOKEN || "v", settings.API_KEY ?? "v")
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|\|\||\?\?|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
+            # (not grep -n's line number after a file named for a secret: secrets.toml:6:resend_api_key = "v"; not a
+            # reference, whose variable's own name and default are tried next: process.env.TWILIO_AUTH_TOKEN || "v")
+            r"(?![0-9]{1,7}+:|process\.env\.|import\.meta\.env\.|os\.environ|os\.getenv)"
             r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),

@@ -9,6 +9,7 @@ URLs, UUIDs, hashes in a known context (``sha256:…``), image data, numbers or 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -55,6 +56,11 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _NUMBER = re.compile(r"[-+]?[0-9][0-9_,.:]{0,40}+[a-zA-Z%]{0,3}")
 _VERSIONISH = re.compile(r"v?[0-9]+(?:\.[0-9]+){1,4}+(?:[-+][\w.]{0,30}+)?")
 _WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_completion_tokens, my-app.prod
+# An algorithm's name, alone or as a setting spells it (argon2_v19_default, pbkdf2_sha256, bcrypt-sha256, HS256): what
+# a PASSWORD_HASHERS or a JWT_ALG setting holds, not a secret.
+_ALGORITHM = re.compile(r"(?i:(?:argon2(?:id|i|d)?|bcrypt|scrypt|yescrypt|pbkdf2|sha(?:1|224|256|384|512)|md5"
+                        r"|blake2[bs]?|[hre]s(?:256|384|512)|aes(?:128|192|256)?|chacha20|hmac))"
+                        r"(?:[_\-.](?:[a-z]{1,16}+|v?[0-9]{1,4}+|[a-z]{1,8}+[0-9]{1,4}+)(?![a-z0-9])){0,6}+")
 _PATH_SEGMENT = re.compile(r"[a-z0-9_.@\-]{0,80}+|[A-Z]?[a-z]{1,40}+(?:[A-Z][a-z]{1,40}+){0,5}+")
 
 
@@ -107,7 +113,8 @@ def is_code_or_reference(value: str) -> bool:
 
 def is_known_non_secret(value: str) -> bool:
     """UUIDs, numbers and versions, paths: values a secret-sounding key often holds without being a secret."""
-    if _UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value):
+    if (_UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value)
+            or _ALGORITHM.fullmatch(value)):
         return True
     if "/" in value:
         segments = value.strip("/").split("/")
@@ -123,6 +130,15 @@ def _random_segment(segment: str) -> bool:
     """Long, with upper and lower case and digits: no folder or file is named like that, a key is."""
     return (len(segment) >= 16 and any(c.isupper() for c in segment) and any(c.islower() for c in segment)
             and any(c.isdigit() for c in segment))
+
+
+def _random_letters(value: str) -> bool:
+    """Letters at random, as a generator makes a password of letters only (PrmOpehLGLxn): long, changing case
+    four times or more, not words run together as a name is spelled (PostgreSQL, getUserName)."""
+    if len(value) < 10 or not (value.isascii() and value.isalpha()) or _CAMEL_WORDS.fullmatch(value):
+        return False
+    changes = sum(a.islower() != b.islower() for a, b in itertools.pairwise(value))
+    return changes >= 4 and shannon_entropy(value) >= 3.0
 
 
 def character_classes(value: str) -> int:
@@ -155,6 +171,12 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         # ("R(()sMGa…", "$qOe%ql(mQ…": a bracket or a "$" inside is not a call or a reference; no English word or
         # name holds three kinds of symbol, so this holds in prose too: "the password is m#$A%FG(Vl(Bdfw")
         return True
+    if password and prose and _random_letters(value):
+        return not is_placeholder(value)  # "mi contraseña de sudo es PrmOpehLGLxn": no word changes case so often
+    if (not prose and len(value) >= 20 and _random_letters(value)  # (20: the record gate's run without a digit)
+            and sum(c in "aeiouAEIOU" for c in value) < len(value) / 4):
+        # VERCEL_TOKEN=kvvFxcoHUSdlvcvwKTXWhWCL: letters at random, few vowels (a name of code has a word's share)
+        return not is_placeholder(value)
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
