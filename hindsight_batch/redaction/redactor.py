@@ -85,6 +85,7 @@ _SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
+_SHAPE = re.compile(_SHAPE_VALUE.pattern + b"|" + _SHAPE_PASSWORD.pattern)  # either, in one match
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
 # (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
 _SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
@@ -244,17 +245,23 @@ class Redactor:
         lowered = data.lower()
         if b"cookie" in lowered:  # a secret-sounding key name that is no literal (SECRET_KEY_NAME)
             return True
+        # The shape first (in C; the name's check is Python), and each position's once: a position that two literals
+        # find (pwd and pw, password and pass) is not looked at again when it has no secret's shape.
+        unshaped: set[int] = set()
         for lit in hints:
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
             string_end = _StringEnd(lowered)
             pos = lowered.find(needle)
             while pos != -1:
-                if whole_part and not _whole_part_at(data, pos, lit):
-                    pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
-                elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
+                if pos in unshaped:
+                    pass
+                elif (_SHAPE.match(lowered, pos)
                         or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
-                    return True
+                    if not whole_part or _whole_part_at(data, pos, lit):
+                        return True  # (not passed, bypass, author, credit: the rule refuses a word for a name part)
+                else:
+                    unshaped.add(pos)
                 pos = lowered.find(needle, pos + 1)
         return False
 

@@ -289,27 +289,32 @@ def _keyword_value(match: re.Match[str]) -> bool:
     # secret_value's own first test, done before anything else: dense keywords ("token=token=…") stop here.
     if len(value.strip("\"'`").rstrip("=")) < (6 if keyword[0] in "pP" else 8):
         return False
+    # Then the value, before the name and the words around it (each a refusal): the judgement is cached, and those
+    # looks cost more where names are dense ("access_key access_key …" took 1.2 s/MB, each name the next's value).
+    rest = match.group(2)
+    before = _name_before(match.string, match.start())
+    password = keyword[0] in "pP" and keyword[1] in "aAwW"
+    # (In prose, unless the name is a variable's: set -gx XI_API_KEY v, "OPENAI_API_KEY   v".)
+    prose = match.group(3) is None and not _ENV_NAME.fullmatch(before + keyword + rest)
+    if not secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
+                        uuid=_UUID_NAME.search(before + keyword + rest) is not None):
+        return False
     if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
-        assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(
-            _name_before(match.string, match.start()) + keyword)
+        assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(before + keyword)
         if not assigned or not match.string[match.start() - 1 : match.start()].isalnum():
             return False
-        if _NOT_SECRET_KEY_NAMES.search(_name_before(match.string, match.start())) or match.group(2):
+        if _NOT_SECRET_KEY_NAMES.search(before) or match.group(2):
             return False
         if _JOINED_WORDS.fullmatch(value.strip("\"'`")):
             return False  # redis_key = 'user:1234:profile', METRIC_KEY=http_requests_total_v2: a name, not a key
     elif _WHOLE_PART.fullmatch(keyword) and not _whole_part_use(match, keyword):
         return False  # "tests pass 3 of 4", bypass=…, author: …, DESIGN_KEY=…
-    rest = match.group(2)
     if _about_a_secret(rest):
         return False
-    if _HEX.fullmatch(value):
-        before = match.string[max(0, match.start() - 24) : match.start()].lower()
-        if any(word in before for word in _HASH_WORDS):
-            return False  # "commit token 3f78…": a git SHA or a digest named as such
-    password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    before = _name_before(match.string, match.start())
+    if _HEX.fullmatch(value) and any(word in match.string[max(0, match.start() - 24) : match.start()].lower()
+                                     for word in _HASH_WORDS):
+        return False  # "commit token 3f78…": a git SHA or a digest named as such
     if before.lower().rstrip("_-.").endswith(_NOT_SECRET_PREFIXES):
         return False  # next_page_token: a cursor
     name_start = match.start() - len(before)
@@ -317,18 +322,12 @@ def _keyword_value(match: re.Match[str]) -> bool:
                                                       and _CALL_ARGUMENT.search(match.string, max(0, name_start - 12),
                                                                                 name_start)):
         return False  # only a call's name and value: define('AUTH_KEY', 'v'), os.environ.setdefault("X_TOKEN", "v")
-    prose = match.group(3) is None
     if prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
-    if prose and _ENV_NAME.fullmatch(before + keyword + rest):
-        prose = False  # set -gx XI_API_KEY v, "OPENAI_API_KEY   v": a variable's name and its value, not a sentence
-    elif prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
+    if prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
-    if _SEALED.search(match.string, max(0, match.start() - 2000), match.start()):
-        return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
-    name = before + keyword + rest
-    return secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
-                        uuid=_UUID_NAME.search(name) is not None)
+    # (not a SealedSecret's encryptedData: ciphertext only its controller opens)
+    return _SEALED.search(match.string, max(0, match.start() - 2000), match.start()) is None
 
 
 # An identifier, a hash or an id: hex, a UUID, lowercase letters and digits (with - or _), a path. After a bare
