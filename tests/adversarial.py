@@ -65,6 +65,7 @@ DENSE_FAMILIES: dict[str, str] = {
     "basic-headers": "Authorization: Basic dG9rZW46cGFzcw== ",
     "long-json-string": "{\"token\": \"" + "a\\\"" * 40,
     "names-as-values": "access_key basic-auth DB_KEY x-auth-key ",  # each name the value of the one before
+    "dense-foreign-words": "密码 口令 キー ",  # words that start a secret-phrase, and no digit on the line
 }
 
 

@@ -350,7 +350,8 @@ class Redactor:
                 return rule.pattern.finditer(text)
             return (match for match in rule.pattern.finditer(text) if rule.accept(match))
         anchors = rule.anchors if rule.prefilter else [a for a in rule.anchors if a in present]
-        return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept)
+        return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept,
+                                rule.possible(text) if rule.possible else None)
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
         group = rule.group if rule.group >= 0 else match.lastindex or 0  # -1: the one group of the branch that matched
