@@ -245,21 +245,20 @@ class Redactor:
         lowered = data.lower()
         if b"cookie" in lowered:  # a secret-sounding key name that is no literal (SECRET_KEY_NAME)
             return True
-        # The shape first (in C; the name's check is Python), and each position's once: a position that two literals
-        # find (pwd and pw, password and pass) is not looked at again when it has no secret's shape.
+        # Each position's shape once: a position that two literals find (password and pass, pwd and pw) is not looked
+        # at again when it has no secret's shape; the short names last, where the longer ones were looked at.
         unshaped: set[int] = set()
-        for lit in hints:
+        for lit in sorted(hints, key=lambda lit: lit in _WHOLE_PART_LITERALS):
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
             string_end = _StringEnd(lowered)
             pos = lowered.find(needle)
             while pos != -1:
-                if pos in unshaped:
-                    pass
+                if pos in unshaped or (whole_part and not _whole_part_at(data, pos, lit)):
+                    pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
                 elif (_SHAPE.match(lowered, pos)
                         or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
-                    if not whole_part or _whole_part_at(data, pos, lit):
-                        return True  # (not passed, bypass, author, credit: the rule refuses a word for a name part)
+                    return True
                 else:
                     unshaped.add(pos)
                 pos = lowered.find(needle, pos + 1)
