@@ -691,6 +691,21 @@ def test_a_quoted_value_of_backslashes_is_as_fast_as_one_of_letters(path: str) -
     assert backslashes < 10 * max(letters, 0.01), f"{backslashes:.2f} s against {letters:.2f} s for letters"
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", ["import", "text"])
+def test_dense_words_for_a_password_in_other_languages_cost_no_more_than_english_ones(path: str) -> None:
+    """A word that starts a secret-phrase ("密码", "キー") with no digit after it on its line gives no value: the
+    phrase pattern is not tried there. Tried at each word, 1 MB of "密码 " took 1.1 s, and these words 7.5 times as
+    long as dense English keywords through the rules (now 1.4 times)."""
+    redactor = Redactor(b"k")
+    run = through_import if path == "import" else (lambda r, t: r.redact_text(t, Findings()))
+    foreign = dense_family("dense-foreign-words", 300_000)
+    english = dense_family("dense-keywords", 300_000)
+    run(redactor, foreign)  # caches warm
+    ratio = _seconds(lambda: run(redactor, foreign)) / max(_seconds(lambda: run(redactor, english)), 1e-4)
+    assert ratio < 3, f"dense foreign words took {ratio:.1f} times as long as dense English keywords"
+
+
 def test_a_key_by_its_last_part_holding_words_is_kept_in_a_structure() -> None:
     """{"redis_key": "user:1234:profile"} keeps its value (a cache's key, not a secret), and DD_APP_KEY's random
     value beside it still goes."""

@@ -33,11 +33,13 @@ def anchored_matches(
     lowered: str,
     anchors: Iterable[str],
     accept: Callable[[re.Match[str]], bool] | None = None,
+    possible: Callable[[int], bool] | None = None,
 ) -> Iterator[re.Match[str]]:
     """Non-overlapping matches of ``pattern`` in ``text``, in order, each starting where a (lowercase) anchor
     occurs in ``lowered`` (from :func:`lower`). Every match of the pattern must start with one of the anchors.
     A match ``accept`` refuses is not yielded and does not hide a later anchor inside it ("bearer token X": the
-    word "token" is refused as the value of "bearer", then "token X" is tried)."""
+    word "token" is refused as the value of "bearer", then "token X" is tried). An anchor where ``possible`` (if
+    given) says no match can start is not tried."""
     starts: set[int] = set()
     for anchor in anchors:
         pos = lowered.find(anchor)
@@ -47,7 +49,7 @@ def anchored_matches(
     covered = 0
     ordered = sorted(starts)
     for index, pos in enumerate(ordered):
-        if pos < covered:
+        if pos < covered or (possible is not None and not possible(pos)):
             continue
         match = pattern.match(text, pos)
         if match is None:

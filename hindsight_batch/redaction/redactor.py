@@ -89,6 +89,7 @@ _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{
                           rb"|" + _SHAPE_RUN + rb"{0,19}?[!#%^&*@~$]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
+_SHAPE = re.compile(_SHAPE_VALUE.pattern + b"|" + _SHAPE_PASSWORD.pattern)  # either, in one match
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
 # (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
 _SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
@@ -248,17 +249,22 @@ class Redactor:
         lowered = data.lower()
         if b"cookie" in lowered:  # a secret-sounding key name that is no literal (SECRET_KEY_NAME)
             return True
-        for lit in hints:
+        # Each position's shape once: a position that two literals find (password and pass, pwd and pw) is not looked
+        # at again when it has no secret's shape; the short names last, where the longer ones were looked at.
+        unshaped: set[int] = set()
+        for lit in sorted(hints, key=lambda lit: lit in _WHOLE_PART_LITERALS):
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
             string_end = _StringEnd(lowered)
             pos = lowered.find(needle)
             while pos != -1:
-                if whole_part and not _whole_part_at(data, pos, lit):
+                if pos in unshaped or (whole_part and not _whole_part_at(data, pos, lit)):
                     pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
-                elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
+                elif (_SHAPE.match(lowered, pos)
                         or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
                     return True
+                else:
+                    unshaped.add(pos)
                 pos = lowered.find(needle, pos + 1)
         return False
 
@@ -347,7 +353,8 @@ class Redactor:
                 return rule.pattern.finditer(text)
             return (match for match in rule.pattern.finditer(text) if rule.accept(match))
         anchors = rule.anchors if rule.prefilter else [a for a in rule.anchors if a in present]
-        return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept)
+        return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept,
+                                rule.possible(text) if rule.possible else None)
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
         group = rule.group if rule.group >= 0 else match.lastindex or 0  # -1: the one group of the branch that matched

@@ -25,6 +25,7 @@ _PLACEHOLDER_WORDS = frozenset(
 )
 _PLACEHOLDER_PARTS = ("xxxx", "****", "...", "…", "your", "placeholder", "changeme", "change_me", "change-me",
                       "example", "redacted", "dummy", "-here", "_here", "{{", "}}", "${")
+_PLACEHOLDER_PART = re.compile("|".join(map(re.escape, _PLACEHOLDER_PARTS)))  # (one pass, not one a part)
 # A command substitution or a printf-style name ("$(cat key)", "%(password)s"), not a chosen value that holds "$(" or
 # "%(" ("b$6$(b!Yt…", "%(0I&QB…)").
 _SUBSTITUTION = re.compile(r"\$\([\w .\-/|]{1,80}+\)|%\(\w{1,80}+\)")
@@ -61,6 +62,7 @@ _WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_c
 _ALGORITHM = re.compile(r"(?i:(?:argon2(?:id|i|d)?|bcrypt|scrypt|yescrypt|pbkdf2|sha(?:1|224|256|384|512)|md5"
                         r"|blake2[bs]?|[hre]s(?:256|384|512)|aes(?:128|192|256)?|chacha20|hmac))"
                         r"(?:[_\-.](?:[a-z]{1,16}+|v?[0-9]{1,4}+|[a-z]{1,8}+[0-9]{1,4}+)(?![a-z0-9])){0,6}+")
+_DIGIT = re.compile(r"[0-9]")
 _PATH_SEGMENT = re.compile(r"[a-z0-9_.@\-]{0,80}+|[A-Z]?[a-z]{1,40}+(?:[A-Z][a-z]{1,40}+){0,5}+")
 
 
@@ -69,7 +71,7 @@ def shannon_entropy(value: str) -> float:
     if not value:
         return 0.0
     n = len(value)
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    return -sum([c / n * math.log2(c / n) for c in Counter(value).values()])  # (a list: faster, the same sum)
 
 
 def is_self_describing(value: str) -> bool:
@@ -85,7 +87,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
         return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
-    return any(part in lowered for part in _PLACEHOLDER_PARTS) or _SUBSTITUTION.search(value) is not None
+    return _PLACEHOLDER_PART.search(lowered) is not None or _SUBSTITUTION.search(value) is not None
 
 
 def is_chosen(value: str) -> bool:
@@ -143,6 +145,9 @@ def _random_letters(value: str) -> bool:
 
 def character_classes(value: str) -> int:
     """How many of lower case, upper case, digits and other characters ``value`` holds."""
+    if value.isascii():  # the same count with no Python loop over the characters: every value judged is counted
+        return ((value.upper() != value) + (value.lower() != value) + (_DIGIT.search(value) is not None)
+                + (value != "" and not value.isalnum()))
     return (
         any(c.islower() for c in value)
         + any(c.isupper() for c in value)
@@ -177,8 +182,10 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
             and sum(c in "aeiouAEIOU" for c in value) < len(value) / 4):
         # VERCEL_TOKEN=kvvFxcoHUSdlvcvwKTXWhWCL: letters at random, few vowels (a name of code has a word's share)
         return not is_placeholder(value)
-    has_digit = any(c.isdigit() for c in value)
-    has_alpha = any(c.isalpha() for c in value)
+    if value.isascii():  # (as character_classes: no Python loop over the characters)
+        has_digit, has_alpha = _DIGIT.search(value) is not None, value.upper() != value.lower()
+    else:
+        has_digit, has_alpha = any(c.isdigit() for c in value), any(c.isalpha() for c in value)
     if prose and (len(value) < (8 if password else 12) or not has_digit or not has_alpha):
         return False
     if is_placeholder(value) or is_known_non_secret(value):
