@@ -374,10 +374,15 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
 _VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
-_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
-             r"|\)(?=[^\s\"'`,;:)\]}])"
+# (A "." or a closing bracket ends the value before a blank, a quote or an escape of JSON text: "is v. It worked",
+# Client(api_key=NAME)\n.)
+_VALUE_END = r"(?![\s\"'`]|\\[nrt\"]|$)"
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])"
+             r"|\((?=[^\s\"'`,;:\]}])"
+             r"|\)(?=[^\s\"'`,;:)\]}\\]|\\(?![nrt]))"
              r"|\\(?![nrt\\\"'`]))")
-_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
+_UNQUOTED_PROSE = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&](?![\w.\-]{1,64}+[=:])"
+                   r"|[()](?=[^\s\"'`,;:)\]}\\]|\\(?![nrt])))")
 # (A quoted value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop".)
 _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3){_UNQUOTED}{{4,1024}}+|{_UNQUOTED_PROSE}{{4,1024}}+))"
