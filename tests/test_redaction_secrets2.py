@@ -48,3 +48,49 @@ def test_a_redaction_never_eats_past_the_value(text: str, secret: str, kept: str
 ])
 def test_a_name_given_as_the_value_is_code(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # The password and token options of more tools, as their manuals give them.
+    ("mosquitto_pub -h broker.local -u sensor -P 'Falcontundra0839$qOU' -t home/temp -m 21.5", "Falcontundra0839"),
+    ("mosquitto_sub -h b -u s --pw Kp9vQz2Lm4x -t t", "Kp9vQz2Lm4x"),
+    ("xfreerdp /v:10.0.0.5 /u:Administrator /p:'velvettundra47fYE' /cert:ignore", "velvettundra47fYE"),
+    ("rabbitmqadmin -u admin -p 'zkda+hAgiQPsgHbW%88m' list queues", "zkda+hAgiQPsgHbW"),
+    ("mc alias set minio http://localhost:9000 minioadmin 'YIEKVZDqOHFVk7wy3W'", "YIEKVZDqOHFVk7wy3W"),
+    ("codecov upload-process -t 2vNG7yKplIEJtwGCqfqqn3rNaByE296B -f coverage.xml", "2vNG7yKplIEJtwGCqfqqn3rN"),
+    ("ipmitool -I lanplus -H 10.0.0.9 -U admin -P Kp9vQz2Lm4 chassis status", "Kp9vQz2Lm4"),
+    ("plink -ssh -pw Kp9vQz2Lm4 admin@host", "Kp9vQz2Lm4"),
+    ("security add-generic-password -a me -s svc -w 'Kp9vQz2Lm4x'", "Kp9vQz2Lm4x"),
+    ("htpasswd -nbB admin 'Kp9vQz2Lm4x'", "Kp9vQz2Lm4x"),
+    ("net user bob Qz7Lm2Xp9Vk4 /add", "Qz7Lm2Xp9Vk4"),
+    ("oc login -u developer -p Kp9vQz2Lm4x https://api.crc.testing:6443", "Kp9vQz2Lm4x"),
+    ("cqlsh -u cassandra -p Kp9vQz2Lm4x 10.0.0.3", "Kp9vQz2Lm4x"),
+    ("mysqlsh root:Kp9vQz2Lm4x@localhost:3306", "Kp9vQz2Lm4x"),
+    # Oracle's user/password@connect
+    ("expdp system/TldwDWDpZKHw8XCvHcs8DR@XEPDB1 schemas=HR dumpfile=hr.dmp", "TldwDWDpZKHw8XCvHcs8DR"),
+    ("sqlplus scott/OVwAX2iIsRtXNA9@//db.svc:1521/ORCLPDB1 @migrate.sql", "OVwAX2iIsRtXNA9"),
+    ("rman target sys/Hq8vLz2pWx@prod", "Hq8vLz2pWx"),
+    ("SQL> connect scott/Kp9vQz2Lm4x@orcl", "Kp9vQz2Lm4x"),
+])
+def test_a_password_option_of_a_common_tool_is_redacted(text: str, secret: str) -> None:
+    for out in _both(text):
+        assert secret not in out, out
+        assert "[REDACTED:cli-password]" in out, out
+    assert "@XEPDB1 schemas=HR" in _both(text)[0] or "XEPDB1" not in text  # the connect identifier stays
+
+
+@pytest.mark.parametrize("text", [
+    "sqlplus / as sysdba",
+    "sqlplus -s /nolog @script.sql",
+    "imp src/main.py",
+    "exp data/file.dmp",
+    "mysqlsh root@localhost:3306",
+    "net user bob /delete",
+    "security find-generic-password -s svc -w",
+    "mosquitto_pub -h broker -P \"$MQTT_PASS\" -t t -m 1",
+    "twine upload -u __token__ -p \"$PYPI_TOKEN\" dist/*",
+    "fly deploy --remote-only",
+    "the fly in the ointment -t is not a flag",
+])
+def test_a_tools_option_without_a_password_is_kept(text: str) -> None:
+    _assert_kept(text)

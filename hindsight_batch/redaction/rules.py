@@ -443,6 +443,52 @@ _CLI_COMMANDS = (
     "send {", "xcrun", "net use",
 )
 
+# More of the family, as the tools' manuals give their password and token options (issue 37, second set): a
+# broker's, a remote desktop's, a database shell's, a cloud CLI's, a publisher's. A value of Oracle's user/password
+# (sqlplus, expdp, rman …) ends at the "@" of its connect identifier, as does a MySQL Shell URI's.
+_ORACLE_PASSWORD = r"""((?:[^\s@/"'|;&<>`\\]){1,128}+)"""
+_CLI_MORE_PASSWORD = "|".join((
+    _cli(r"mosquitto_(?:pub|sub|rr)", r"(?:-P|--pw)[ \t]++" + _CLI_VALUE),
+    _cli(r"(?:x|wl|sdl-)freerdp3?", r"/(?:p|gp|pth):" + _CLI_VALUE),
+    _cli(r"rdesktop|rabbitmqadmin|cqlsh|cypher-shell|oc[ \t]++login|cf[ \t]++login|twine|vsce|ovsx|psexec(?:\.exe)?"
+         r"|paexec|evil-winrm|crackmapexec|netexec|nxc", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
+    _cli(r"ipmitool", r"-P[ \t]++" + _CLI_VALUE),
+    _cli(r"plink|pscp|psftp", r"-pw[ \t]++" + _CLI_VALUE),
+    _cli(r"cmdkey", r"/pass:" + _CLI_VALUE),
+    _cli(r"schtasks", r"/RP[ \t]++" + _CLI_VALUE),
+    _cli(r"security[ \t]++(?:add-(?:generic|internet)-password|(?:unlock|create)-keychain|set-keychain-password)",
+         r"-[wpP][ \t]++" + _CLI_VALUE),
+    _cli(r"net[ \t]++user", r"[^\s/\\]{1,128}+[ \t]++(?![/*])" + _CLI_VALUE),  # net user NAME PASSWORD /add
+    # mc alias set ALIAS URL ACCESS_KEY SECRET_KEY (and the older mc config host add)
+    _cli(r"mc[ \t]++(?:alias[ \t]++set|config[ \t]++host[ \t]++add)",
+         r"[^\s\-][^\s]{0,127}+[ \t]++[^\s]{1,512}+[ \t]++[^\s]{1,256}+[ \t]++" + _CLI_VALUE),
+    _cli(r"codecov(?:cli)?|doctl|flyctl|fly", r"(?:-t|--token|--access-token)[ \t]++" + _CLI_VALUE),
+    _cli(r"etcdctl", r"--user[ \t=]++[^\s:]{1,128}+:" + _CLI_VALUE),
+    _cli(r"mosquitto_passwd", r"-b[ \t]++[^\s]{1,256}+[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    _cli(r"htpasswd", r"-(?=[a-zA-Z]{0,6}n)(?=[a-zA-Z]{0,6}b)[a-zA-Z]{2,7}+[ \t]++[^\s\-][^\s]{0,127}+[ \t]++"
+         + _CLI_VALUE),  # htpasswd -nb USER PASSWORD (no file: printed)
+    _cli(r"wpa_passphrase", _SHELL_WORD + r"[ \t]++" + _CLI_VALUE),
+    _cli(r"valkey-cli|keydb-cli", r"-a[ \t]++" + _CLI_VALUE),
+    _cli(r"snyk[ \t]++auth|nuget[ \t]++setapikey", _CLI_VALUE),
+    _cli(r"nuget|dotnet[ \t]++nuget", r"(?:-ApiKey|-k|--api-key)[ \t]++" + _CLI_VALUE),
+    _cli(r"sonar-scanner|mvn|gradle|gradlew", r"-Dsonar\.(?:login|token|password)=" + _CLI_VALUE),
+    # Oracle's user/password[@connect]: sqlplus, SQL*Loader, Data Pump, RMAN, Data Guard; exp and imp only with the
+    # "@" of a connect identifier or userid= (alone they are common words before a path)
+    _cli(r"sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|tkprof",
+         r"(?:[A-Za-z]{1,16}+=)?\\{0,8}+[\"']?[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\"'\\]|$)"),
+    _cli(r"exp|imp", r"(?:userid=)?[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)"),
+    r"SQL>[ \t]++(?i:conn(?:ect)?)[ \t]++[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\\]|$)",
+    _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
+))
+_CLI_MORE_COMMANDS = (
+    "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell", "oc login", "cf login", "twine",
+    "vsce", "ovsx", "psexec", "paexec", "evil-winrm", "crackmapexec", "netexec", "nxc ", "ipmitool", "plink", "pscp",
+    "psftp", "cmdkey", "schtasks", "security ", "net user", "mc alias", "mc config", "codecov", "doctl", "fly",
+    "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli", "snyk auth", "nuget", "dotnet nuget",
+    "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp", "rman ", "dgmgrl", "tkprof", "exp ",
+    "imp ", "sql> conn", "mysqlsh", "mysqlx",
+)
+
 
 # A template where a password goes: {password}, {self.pw!r}, %DB_PASS%, [PASSWORD] (<password> is a placeholder
 # already).
@@ -759,6 +805,7 @@ RULES: tuple[Rule, ...] = (
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
+    Rule("cli-password", _CLI_MORE_COMMANDS, _c(_CLI_MORE_PASSWORD), -1, _cli_password),
     # A password given on standard input: echo VALUE | docker login --password-stdin, … | sudo -S, … <<< VALUE.
     Rule("stdin-password", (), _c(_STDIN_PASSWORD), -1, _stdin_password, prefilter=_STDIN_LITERALS),
     # Laravel's APP_KEY (and APP_PREVIOUS_KEYS), under a name that says nothing of a secret: base64: and 22 to 88
