@@ -94,3 +94,30 @@ def test_a_password_option_of_a_common_tool_is_redacted(text: str, secret: str) 
 ])
 def test_a_tools_option_without_a_password_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # A value given in a longer sentence: set … to v, a few words then a copula, a few words then a colon.
+    ("Noted. I set SCW_SECRET_KEY to 9311a679-d056-4073-9e85-6f483164301e, why 401?", "9311a679-d056-4073"),
+    ("- I set RAILWAY_TOKEN to 4fee21ae-dda3-4b14-9356-8bc49ec2567e. It worked yesterday.", "4fee21ae-dda3"),
+    ("here's the FASTLY_KEY I use locally: DuWwwmBlCbur017zF0UtcNTgPvANQ9Lb. It worked.", "DuWwwmBlCbur017z"),
+    ("The wifi password at the office is emberriver974@6lr, in case you need it", "emberriver974@6lr"),
+    ("The wifi password at the office is Lh65FKTuXstRwGhZZgt1BP, for the device test.", "Lh65FKTuXstRwGhZ"),
+    ("the password for run 42 is Kp9vQz2Lm4xY", "Kp9vQz2Lm4xY"),
+])
+def test_a_value_given_in_a_longer_sentence_is_redacted(text: str, secret: str) -> None:
+    for out in _both(text):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "I'll pass the token 99f9a1b2c3d4e5f6 through to the next step.",
+    "I passed the token to abc123def456ghi",  # "to" without a verb of setting
+    "the key of the commit is 3f78a9b2c4d5e6f7a8b9",
+    "secret rotation ticket KEEP-76d63156a4 is closed",
+    "The token passed to the handler is req_8f7a6b5c4d3e2f1a",  # an id after words and a copula
+    "the token budget we use: 4096 per call",
+    "the token of the row id 42 is Kp9vQz2Lm4xY",  # the words name an id
+])
+def test_an_id_in_a_longer_sentence_is_kept(text: str) -> None:
+    _assert_kept(text)

@@ -255,6 +255,16 @@ def _starts_a_part(text: str, start: int) -> bool:
 
 
 _COPULA = re.compile(r"[ \t](?:is|was|are)[ \t]", re.I)
+# More sentence shapes that give a value after a secret's name (issue 37, second set): "I set RAILWAY_TOKEN to v"
+# (after a verb of setting: _SETTING), "the wifi password at the office is v", "the X_TOKEN I use locally: v".
+# A few short words at most; each shape is bounded. (The record gate's _SHAPE_GAP holds the same.)
+_PROSE_GIVEN = (r"|to(?=[ \t])|(?:[\w'’\-]{1,24}+[ \t]++){1,4}?(?:is|was|are)(?=[ \t])"
+                r"|(?:[\w'’\-]{1,24}+[ \t]++){0,4}?[\w'’\-]{1,24}+:(?=[ \t])")
+_SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?)"
+                      r"\s+(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
+# Words in the gap that make the value an id or a hash the sentence names ("the key of the commit is 3f78…").
+_ID_WORDS = re.compile(r"(?<![\w-])(?:commit|sha|hash|digest|checksum|id|ids|row|record|version|revision|rev)"
+                       r"(?![\w-])", re.I)
 
 
 def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
@@ -318,6 +328,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
                                                                                 name_start)):
         return False  # only a call's name and value: define('AUTH_KEY', 'v'), os.environ.setdefault("X_TOKEN", "v")
     prose = match.group(3) is None
+    if prose and not _prose_shape_given(match, before):
+        return False
     if prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
     if prose and _ENV_NAME.fullmatch(before + keyword + rest):
@@ -340,6 +352,23 @@ _SEALED = re.compile(r"encryptedData:")
 _JOINED_WORDS = re.compile(r"[a-z0-9]{1,16}+(?:[_:.][a-z0-9]{1,16}+){1,16}+")
 _CALL_ARGUMENT = re.compile(r"\([ \t]*+\\{0,8}+[\"']$")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
+
+
+def _prose_shape_given(match: re.Match[str], before: str) -> bool:
+    """The longer sentence shapes (_PROSE_GIVEN) give a value only as they say: "to" after a verb of setting; words
+    before a copula or a colon that name no id or hash."""
+    gap = match.string[match.end(2) : match.start(5)].strip(" \t\"'`\\")
+    if gap.lower() == "to":
+        head = match.string[max(0, match.start() - len(before) - 64) : match.start() - len(before)]
+        return _SETTING.search(head) is not None
+    if len(gap.split()) < 2:
+        return True
+    if _ID_WORDS.search(gap):
+        return False
+    # an id ("the token passed to the handler is req_8f7a…") unless a variable's name or a giving phrase says more
+    name = before + match.group(1) + match.group(2)
+    return not _IDENTIFIER.fullmatch(match.group(5).strip("\"'`")) or bool(
+        _ENV_NAME.fullmatch(name) or _GIVING.search(match.string, max(0, match.start() - 48), match.start()))
 
 
 def _config_line(match: re.Match[str]) -> bool:
@@ -900,7 +929,7 @@ RULES: tuple[Rule, ...] = (
             # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
             + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
-            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
+            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?)"
             r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
