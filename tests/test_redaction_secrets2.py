@@ -121,3 +121,28 @@ def test_a_value_given_in_a_longer_sentence_is_redacted(text: str, secret: str) 
 ])
 def test_an_id_in_a_longer_sentence_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # A UUID under a private key's or a licence's name is the key (MongoDB Atlas's private API key).
+    ("ATLAS_PRIVATE_KEY='c0a52c00-a64f-4bbf-9527-3c7c8854b711'", "c0a52c00-a64f-4bbf"),
+    ('  mongodb_atlas_private_key: "fc5dde42-b22e-4cdf-864f-17e2aa8fc23b"', "fc5dde42-b22e-4cdf"),
+    # Letters at random under an API secret's name (Vonage's sixteen characters).
+    ('vonage_api_secret = "QeTFHjNlRIXqSaqy"', "QeTFHjNlRIXqSaqy"),
+    ("VONAGE_API_SECRET=iUyghHBcEJtCskwM", "iUyghHBcEJtCskwM"),
+])
+def test_a_key_known_by_its_name_is_redacted(text: str, secret: str) -> None:
+    for out in _both(text):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    '  private_key_id: "fc5dde42-b22e-4cdf-864f-17e2aa8fc23b"',
+    '  cache_key: "fc5dde42-b22e-4cdf-864f-17e2aa8fc23b"',
+    '  public_key: "fc5dde42-b22e-4cdf-864f-17e2aa8fc23b"',
+    "client_secret=mySecretValue",
+    "SECRET=SomeClassName",
+    'secret_name = "ProductionDatabase"',
+])
+def test_an_id_or_a_name_under_a_keys_name_is_kept(text: str) -> None:
+    _assert_kept(text)

@@ -87,6 +87,7 @@ _SHAPE_RUN = rb"(?:[^\s\"\\]|\\[^nrt])"
 _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{20}|" + _SHAPE_RUN + rb"{0,19}?[0-9]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
+_SHAPE_SECRET = re.compile(rb"secret" + _SHAPE_GAP + _SHAPE_RUN + rb"{12}")  # an API secret of letters (values.py)
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
 # (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
 _SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
@@ -255,6 +256,7 @@ class Redactor:
                 if whole_part and not _whole_part_at(data, pos, lit):
                     pass  # passed, bypass, author, credit: the rule refuses these names (a word, not a name part)
                 elif (_SHAPE_VALUE.match(lowered, pos) or _SHAPE_PASSWORD.match(lowered, pos)
+                        or _SHAPE_SECRET.match(lowered, pos)
                         or (_SHAPE_KEY_NAME.match(lowered, pos) and lowered.startswith(b":", string_end(pos) + 1))):
                     return True
                 pos = lowered.find(needle, pos + 1)

@@ -69,7 +69,7 @@ def looks_secret(value: str, key: str = "") -> bool:
     if key and not secret_key_name(key) and _JOINED_WORDS.fullmatch(value):
         return False  # {"redis_key": "user:1234:profile"}: a key only by its name's last part, holding a name
     return secret_value(value, password=bool(_PASSWORD_WORD.search(key)), quoted=True,
-                        uuid=_UUID_NAME.search(key) is not None)
+                        uuid=_UUID_NAME.search(key) is not None, secret="secret" in key.lower())
 
 
 # What a key's name says it is for, when the key is a secret: SIGNING_KEY, encryptionKey, MASTER_KEY (not a sort
@@ -219,7 +219,9 @@ _NOT_SECRET_KEY_NAMES = re.compile(
 _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
 _UUID_NAME = re.compile(r"pass|pw|secret|api[_\-\s]?key|access[_\-\s]?key|auth|credential|creds?(?:$|[_\-.])"
-                        r"|(?:^|[_\-.\s])token", re.I)
+                        r"|(?:^|[_\-.\s])token"
+                        # (a private key, a licence's or a master key: MongoDB Atlas's private API key is a UUID)
+                        r"|(?:private|licen[cs]e|master|signing|encryption)[_\-\s]?key", re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",
@@ -340,7 +342,7 @@ def _keyword_value(match: re.Match[str]) -> bool:
         return False  # a SealedSecret's encryptedData: ciphertext only its controller opens
     name = before + keyword + rest
     return secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
-                        uuid=_UUID_NAME.search(name) is not None)
+                        uuid=_UUID_NAME.search(name) is not None, secret=keyword.lower() == "secret")
 
 
 # An identifier, a hash or an id: hex, a UUID, lowercase letters and digits (with - or _), a path. After a bare

@@ -136,14 +136,16 @@ def character_classes(value: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)  # hostile input repeats one value a million times
-def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False, uuid: bool = False) -> bool:
+def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False, uuid: bool = False,
+                 secret: bool = False) -> bool:
     """Whether ``value``, found after a secret-sounding word, is a secret.
 
     ``password``: the word was password/passwd/pwd/passphrase (people choose those: a lower bar); ``quoted``: the
     value was a string literal (so it cannot be a bare identifier of code); ``prose``: the value followed the word
     without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar); ``uuid``:
     the name says a credential (an API key, a password, an auth token), so a UUID there is one (Heroku API keys,
-    npm's legacy tokens) rather than an id."""
+    npm's legacy tokens) rather than an id; ``secret``: the name says an API secret (Vonage's are sixteen letters and
+    digits, sometimes letters only), so letters at random count as they do for a password."""
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
     if len(value) < (6 if password else 8):
         return False
@@ -163,7 +165,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if (password and not prose and len(value) >= 10 and value.isascii() and value.isalpha()
+    if ((password or (secret and len(value) >= 12)) and not prose and len(value) >= 10 and value.isascii()
+            and value.isalpha()
             and not _CAMEL_WORDS.fullmatch(value) and shannon_entropy(value) >= 3.0):
         return not is_placeholder(value)  # "zTaNyvRsmkPhLRo": letters at random, not a name of code
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
