@@ -146,3 +146,58 @@ def test_a_key_known_by_its_name_is_redacted(text: str, secret: str) -> None:
 ])
 def test_an_id_or_a_name_under_a_keys_name_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+_HAR = ('{{\n  "headers": [\n    {{\n      "name": "accept",\n      "value": "application/json"\n    }},\n'
+        '    {{\n      "name": "{name}",\n      "value": "{value}"\n    }}\n  ]\n}}')
+
+
+@pytest.mark.parametrize(("name", "value", "secret"), [
+    ("Cookie", "session_id=B3A8Ne1PmZdZ1gUBdl03OqvOWqfsSzLEd-xY_clF; theme=dark", "B3A8Ne1PmZdZ1gUBdl03"),
+    ("Authorization", "Token 8f7a6b5c4d3e2f1a0b9c8d7e", "8f7a6b5c4d3e2f1a0b9c8d7e"),
+    ("x-auth-token", "IfUNmyCJuX-eYkHVXFpZbGEcKC_qdFVH", "IfUNmyCJuX-eYkHVX"),  # base64url with no digit
+])
+@pytest.mark.parametrize("form", ["file", "diff", "json"])
+def test_a_header_given_as_a_name_and_a_value_is_redacted(name: str, value: str, secret: str, form: str) -> None:
+    """A HAR capture's (or a Postman collection's) headers: the name in one field, the value in the next, also on a
+    diff's + lines and in text that is JSON; what is no secret beside it stays."""
+    text = _HAR.format(name=name, value=value)
+    if form == "diff":
+        text = "\n".join("+" + line for line in text.split("\n"))
+    elif form == "json":
+        text = '{"text":' + __import__("json").dumps(text) + "}"
+    for out in _both(text):
+        assert secret not in out, out
+        assert "application/json" in out and "accept" in out, out
+    if name == "Cookie":
+        assert "theme=dark" in _both(text)[0]
+
+
+@pytest.mark.parametrize("text", [
+    _HAR.format(name="Cookie", value="theme=dark; lang=en"),
+    _HAR.format(name="Authorization", value="Bearer {{token}}"),
+    _HAR.format(name="user-agent", value="Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"),
+    '{"name": "X-Api-Key-Header", "value": "X-Api-Key"}',
+])
+def test_a_header_pair_without_a_secret_is_kept(text: str) -> None:
+    _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ('  proxy_set_header Authorization "Basic YWRtaW46TmltYnVzY29wcGVyMTkzblQ=";', "YWRtaW46TmltYnVzY29w"),
+    ('10.1.2.3 - - "GET /api HTTP/1.1" 401 12 "-" "curl/8.5.0" auth="Basic ZGVwbG95Old0cWliVV5GVEhTeEJYeQ=="',
+     "ZGVwbG95Old0cWliVV5G"),
+])
+def test_basic_credentials_anywhere_are_redacted(text: str, secret: str) -> None:
+    """The base64 of user:password after "Basic", decoded to tell it from a word."""
+    for out in _both(text):
+        assert secret not in out and "[REDACTED:authorization-header]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "Basic usage: run the tool",
+    "Basic authentication is configured in nginx",
+    "basic YWJjZGVmZ2hpams=",  # base64 of a word, no user:password
+])
+def test_basic_before_a_word_is_kept(text: str) -> None:
+    _assert_kept(text)

@@ -70,7 +70,7 @@ _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
-    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
+    rb"(?:(?:[ ,+\-]|\\{1,24}[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
     rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"

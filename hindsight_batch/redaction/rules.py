@@ -403,7 +403,7 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
                 r"(?=[ \t]*+[:=]))?")
 # (A "." or a closing bracket ends the value before a blank, a quote or an escape of JSON text: "is v. It worked",
 # Client(api_key=NAME)\n.)
@@ -663,6 +663,29 @@ def _phrase_value(match: re.Match[str]) -> bool:
     return secret_value(value, password=password, quoted=False, prose=True)
 
 
+# Between a header's name and its value given as two fields: "name": "Cookie", "value": "…" (a newline, a diff's
+# "+" and indentation may come between; quotes escaped in text that is JSON).
+_PAIR_GAP = (r"\\{0,8}+[\"'][ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?"
+             r"\\{0,8}+[\"']value\\{0,8}+[\"'][ \t]*+[:=][ \t]*+\\{0,8}+[\"']")
+
+
+# A cookie's value that is a secret: long, and not a word or a number (theme=dark, consent=1).
+_COOKIE_VALUE = re.compile(r"=([^;\s]{1,4096}+)")
+_COOKIE_SECRET = re.compile(r"(?=[^;]{0,4095}?[0-9])(?=[^;]{0,4095}?[A-Za-z])[^;]{12,4096}")
+
+
+def _basic_credentials(match: re.Match[str]) -> bool:
+    """A Basic credential is the base64 of user:password (RFC 7617), a password that is no placeholder."""
+    value = match.group(1)
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return (bool(colon) and decoded.isprintable() and len(password) >= 4 and not is_placeholder(password)
+            and not password.startswith(("$", "{", "<", "%")))
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
@@ -687,6 +710,18 @@ RULES: tuple[Rule, ...] = (
            re.I),
         1,
     ),
+    # A header given as a name and a value (a HAR capture's headers, a Postman collection, a probe's httpHeaders),
+    # also in a diff (+ lines) and in text that is JSON: the Authorization's credential, the Cookie's values.
+    Rule("authorization-header", ("authorization",),
+         _c(r"(?:proxy-)?authorization" + _PAIR_GAP + rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+)[ \t]++)?"
+            r"([^\s\"'`,;\\]{6,4096}+)", re.I), 1, _credential),
+    Rule("cookie", ("cookie",),
+         _c(r"(?:set-)?cookie" + _PAIR_GAP + r"(?=[^\s=;,\"'\\]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'\\])){1,4096}+)", re.I),
+         1, lambda match: any(_COOKIE_SECRET.fullmatch(value) for value in _COOKIE_VALUE.findall(match.group(1)))),
+    # HTTP Basic credentials wherever they stand (nginx's proxy_set_header, an access log's auth="Basic …"): the
+    # base64 of user:password, decoded to tell it from a word ("Basic usage").
+    Rule("authorization-header", ("basic",),
+         _c(rf"{_NB}basic[ \t]++([A-Za-z0-9+/]{{8,2048}}+={{0,2}}+)(?![A-Za-z0-9+/=])", re.I), 1, _basic_credentials),
     Rule(
         "aws-access-key",
         ("akia", "asia", "abia", "acca"),

@@ -54,6 +54,7 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NUMBER = re.compile(r"[-+]?[0-9][0-9_,.:]{0,40}+[a-zA-Z%]{0,3}")
 _VERSIONISH = re.compile(r"v?[0-9]+(?:\.[0-9]+){1,4}+(?:[-+][\w.]{0,30}+)?")
+_WORD_SEPARATORS = re.compile(r"[_\-.]")
 _WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_completion_tokens, my-app.prod
 _PATH_SEGMENT = re.compile(r"[a-z0-9_.@\-]{0,80}+|[A-Z]?[a-z]{1,40}+(?:[A-Z][a-z]{1,40}+){0,5}+")
 
@@ -107,8 +108,12 @@ def is_code_or_reference(value: str) -> bool:
 
 def is_known_non_secret(value: str) -> bool:
     """UUIDs, numbers and versions, paths: values a secret-sounding key often holds without being a secret."""
-    if _UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value):
+    if _UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value):
         return True
+    if _WORDS.fullmatch(value):
+        # words as names are spelled (max_completion_tokens, X-Api-Key), not random letters ("IfUNmyCJuX-eYkHVX…",
+        # a base64url token that happens to hold no digit)
+        return all(_CAMEL_WORDS.fullmatch(part) for part in _WORD_SEPARATORS.split(value))
     if "/" in value:
         segments = value.strip("/").split("/")
         if value.startswith(("/", "./", "../", "~/")):
