@@ -201,3 +201,27 @@ def test_basic_credentials_anywhere_are_redacted(text: str, secret: str) -> None
 ])
 def test_basic_before_a_word_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize("text", [
+    'API_KEY = ("ifdG6EjsfXYD957U3CFurVwdFw8rmnnc"\n           "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy")\ntimeout = 30',
+    'const apiToken = "ifdG6EjsfXYD957U3CFurVwdFw8rmnnc" +\n    "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy";\ntimeout = 30',
+    'SECRET_KEY = "ifdG6EjsfXYD957U3CFurVwdFw8rmnnc" \\\n    "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy"\ntimeout = 30',
+    # on a diff's + lines, as a tool's output (text that is JSON)
+    '{"text":"@@ -10,4 +10,6 @@\\n-        api_key=os.environ[\\"VENDOR_KEY\\"],\\n'
+    '+        api_key=(\\"ifdG6EjsfXYD957U3CFurVwdFw8rmnnc\\"\\n+                 \\"cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy\\"),\\n'
+    '         timeout=30,\\n"}',
+])
+def test_a_secret_split_over_adjacent_literals_is_redacted_whole(text: str) -> None:
+    for out in _both(text):
+        assert "ifdG6EjsfXYD957U" not in out and "cb6Qsb7QZdXn1gnF" not in out, out
+        assert "timeout" in out and out.count("[REDACTED:secret-assignment]") == 2, out
+
+
+@pytest.mark.parametrize("text", [
+    'token = ("abc" "def")',
+    'log.info("token=%s", token)',
+    'parts = ("ifdG6EjsfXYD957U3CFurVwdFw8rmnnc"\n         "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy")',  # no secret's name
+])
+def test_adjacent_literals_without_a_secret_are_kept(text: str) -> None:
+    _assert_kept(text)

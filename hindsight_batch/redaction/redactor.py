@@ -33,7 +33,7 @@ from hindsight_batch.redaction.rules import (
     private_url_rule,
     secret_name,
 )
-from hindsight_batch.redaction.values import shannon_entropy
+from hindsight_batch.redaction.values import is_placeholder, shannon_entropy
 from hindsight_batch.textscan import anchored_matches, lower
 
 _PEM_BEGIN = "-----BEGIN "
@@ -50,6 +50,13 @@ _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\
                            r"(?:\\{0,8}+[\"'])?"
                            r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
 _MAX_DEPTH = 2
+# A secret split over adjacent string literals (Redactor._redact_continued): after the marker of its first part, its
+# closing quote; then a "+" or "\\" maybe, a newline (or JSON text's \n), a diff's sign, indentation, a "+" maybe, and
+# the next literal in the same quotes.
+_CONTINUED_MARK = "[REDACTED:secret-assignment]"
+_CONTINUED_QUOTE = re.compile(r"\\{0,8}+[\"']")
+_CONTINUED_PART = re.compile(r"[ \t]{0,8}+(?:[+\\][ \t]{0,8}+)?(?:\r?\n|(?:\\{1,8}+r)?\\{1,8}+n)[+\- ]?[ \t]{0,64}+"
+                             r"(?:\+[ \t]{0,8}+)?(\\{0,8}+[\"'])([^\"'\\\r\n]{4,1024}+)(?=\1)")
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
 _AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
@@ -77,7 +84,7 @@ _SHAPE_GAP = (
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
     rb"|to|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){1,4}(?:is|was|are)|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){0,4}[a-z0-9_'\-]{1,24}:)"
     rb"(?:[ ]|\\t)+)?"
-    rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
+    rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
 # What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote
 # of the text is escaped (a quoted value may hold quotes of another kind), a blank of it is one or \n, \r, \t.
@@ -335,6 +342,8 @@ class Redactor:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
+                if rule.id == "secret-assignment" and _CONTINUED_MARK in text:
+                    text = self._redact_continued(text, findings)
                 lowered = lower(text)
         if not present.isdisjoint(_AWS_KEY_IDS):  # last: a provider's key (sk-proj-…) is claimed by its own rule
             text = self._redact_aws_pairs(text, findings)
@@ -390,6 +399,32 @@ class Redactor:
             out.append(text[last : match.start()])
             out.append(marker("aws-secret-key"))
             last = match.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_continued(self, text: str, findings: Findings) -> str:
+        """The rest of a secret split over adjacent string literals, after its first part was redacted: Python's
+        ("abc…"\n "def…"), a concatenation ("abc…" +\n "def…"), a line continued with a backslash; also on a
+        diff's + lines and in text that is JSON. At most eight parts after each marker: linear."""
+        out: list[str] = []
+        last = 0
+        pos = text.find(_CONTINUED_MARK)
+        while pos != -1:
+            quote = _CONTINUED_QUOTE.match(text, pos + len(_CONTINUED_MARK))
+            end = pos + len(_CONTINUED_MARK)
+            if quote is not None:
+                end = quote.end()
+                for _ in range(8):
+                    part = _CONTINUED_PART.match(text, end)
+                    if part is None or part.group(1) != quote.group(0) or is_placeholder(part.group(2)):
+                        break
+                    self._found(findings, "secret-assignment", part.group(2))
+                    out.append(text[last : part.start(2)])
+                    out.append(marker("secret-assignment"))
+                    last = end = part.end(2)
+            pos = text.find(_CONTINUED_MARK, end)
         if not out:
             return text
         out.append(text[last:])

@@ -967,7 +967,8 @@ RULES: tuple[Rule, ...] = (
             + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?)"
-            r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            # (a string split over lines in brackets: api_key=("abc…"\n "def…"), see redactor._redact_continued)
+            r"(?:Secret(?:Str|Bytes)\(|\((?=\\{0,8}+[\"']))?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,
