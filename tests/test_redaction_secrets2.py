@@ -4,6 +4,9 @@ through an import's record gates; each has text beside it that must stay as it i
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
 from hindsight_batch.redaction.redactor import Findings, Redactor
@@ -165,7 +168,7 @@ def test_a_header_given_as_a_name_and_a_value_is_redacted(name: str, value: str,
     if form == "diff":
         text = "\n".join("+" + line for line in text.split("\n"))
     elif form == "json":
-        text = '{"text":' + __import__("json").dumps(text) + "}"
+        text = '{"text":' + json.dumps(text) + "}"
     for out in _both(text):
         assert secret not in out, out
         assert "application/json" in out and "accept" in out, out
@@ -209,7 +212,8 @@ def test_basic_before_a_word_is_kept(text: str) -> None:
     'SECRET_KEY = "ifdG6EjsfXYD957U3CFurVwdFw8rmnnc" \\\n    "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy"\ntimeout = 30',
     # on a diff's + lines, as a tool's output (text that is JSON)
     '{"text":"@@ -10,4 +10,6 @@\\n-        api_key=os.environ[\\"VENDOR_KEY\\"],\\n'
-    '+        api_key=(\\"ifdG6EjsfXYD957U3CFurVwdFw8rmnnc\\"\\n+                 \\"cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy\\"),\\n'
+    '+        api_key=(\\"ifdG6EjsfXYD957U3CFurVwdFw8rmnnc\\"\\n'
+    '+                 \\"cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy\\"),\\n'
     '         timeout=30,\\n"}',
 ])
 def test_a_secret_split_over_adjacent_literals_is_redacted_whole(text: str) -> None:
@@ -224,4 +228,34 @@ def test_a_secret_split_over_adjacent_literals_is_redacted_whole(text: str) -> N
     'parts = ("ifdG6EjsfXYD957U3CFurVwdFw8rmnnc"\n         "cb6Qsb7QZdXn1gnFesOMG0LxXs2oEgEy")',  # no secret's name
 ])
 def test_adjacent_literals_without_a_secret_are_kept(text: str) -> None:
+    _assert_kept(text)
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+_SERVICE_ACCOUNT = ('{\n  "type": "service_account",\n'
+                    '  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n'
+                    '-----END PRIVATE KEY-----\\n",\n  "client_email": "x@p.iam.gserviceaccount.com"\n}')
+
+
+@pytest.mark.parametrize("text", [
+    f"      - run: echo '{_b64(_SERVICE_ACCOUNT)}' | base64 -d > sa.json\n      - run: gcloud auth",
+    f"echo '{_b64('postgres://app:Kp9vQz2Lm4xY@db:5432/app')}' | base64 --decode",
+    f"creds = json.loads(base64.b64decode(\"{_b64(_SERVICE_ACCOUNT)}\"))",
+    f"const sa = JSON.parse(Buffer.from('{_b64(_SERVICE_ACCOUNT)}', 'base64').toString());",
+])
+def test_base64_decoded_in_the_text_is_searched(text: str) -> None:
+    """A text that decodes base64 (a CI step, b64decode, Buffer.from(…, 'base64')): each run is decoded and searched
+    with every rule, and goes when it holds a secret."""
+    for out in _both(text):
+        assert "[REDACTED:base64-secret]" in out and _b64(_SERVICE_ACCOUNT)[:24] not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "cursor = base64.b64decode('" + _b64('{"offset": 100, "limit": 50}') + "')",
+    f"echo '{_b64('hello world, nothing secret here')}' | base64 -d",
+])
+def test_base64_decoded_to_no_secret_is_kept(text: str) -> None:
     _assert_kept(text)

@@ -50,6 +50,11 @@ _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\
                            r"(?:\\{0,8}+[\"'])?"
                            r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
 _MAX_DEPTH = 2
+# A text that decodes base64 (a CI step's echo '…' | base64 -d, Python's b64decode, JavaScript's atob, .NET's
+# FromBase64String): each base64 run of it is decoded and searched the same way (a service account's JSON).
+_DECODE_LITERALS = ("base64 -d", "base64 --decode", "b64decode", "atob(", "frombase64string", "'base64'",
+                    "\"base64\"", "base64\\\"")
+_BASE64_RUN = re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{24,65536}+={0,2}+)(?![\w+/=])")
 # A secret split over adjacent string literals (Redactor._redact_continued): after the marker of its first part, its
 # closing quote; then a "+" or "\\" maybe, a newline (or JSON text's \n), a diff's sign, indentation, a "+" maybe, and
 # the next literal in the same quotes.
@@ -82,7 +87,8 @@ _SHAPE_GAP = (
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
-    rb"|to|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){1,4}(?:is|was|are)|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){0,4}[a-z0-9_'\-]{1,24}:)"
+    rb"|to|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){1,4}(?:is|was|are)"
+    rb"|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){0,4}[a-z0-9_'\-]{1,24}:)"
     rb"(?:[ ]|\\t)+)?"
     rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
@@ -226,7 +232,8 @@ class Redactor:
                 self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         # The keyword rule's words ("token", "secret", "pass") are in most records of some sessions: their gates are
         # grouped apart, so that such a record is not also searched for every other literal of a group.
-        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower(), *_BASE64_LITERALS})
+        gates = _gates({lit for rule in self._rules for lit in rule.literals}
+                       | {_PEM_BEGIN.lower(), *_BASE64_LITERALS, *_DECODE_LITERALS})
         keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
         keyword_only = {lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,)}
         apart = {gate: lits for gate, lits in gates.items() if not keyword_only.isdisjoint(lits)}
@@ -331,6 +338,9 @@ class Redactor:
         if depth < _MAX_DEPTH and not present.isdisjoint(_BASE64_LITERALS):
             text = self._redact_base64_fields(text, findings, depth)
             lowered = lower(text)
+        if depth < _MAX_DEPTH and not present.isdisjoint(_DECODE_LITERALS):
+            text = self._redact_base64_runs(text, findings, depth)
+            lowered = lower(text)
         for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
             rule = self._rules[index]
             pieces: list[str] = []
@@ -425,6 +435,28 @@ class Redactor:
                     out.append(marker("secret-assignment"))
                     last = end = part.end(2)
             pos = text.find(_CONTINUED_MARK, end)
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_base64_runs(self, text: str, findings: Findings, depth: int) -> str:
+        """Base64 runs of a text that decodes base64: each is decoded once, and replaced when the decoded text holds
+        a secret (searched with every rule)."""
+        out: list[str] = []
+        last = 0
+        for match in _BASE64_RUN.finditer(text):
+            value = match.group(1)
+            try:
+                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue  # not base64, or binary
+            if self.redact_text(decoded, Findings(), depth=depth + 1) == decoded:
+                continue
+            self._found(findings, "base64-secret", value)
+            out.append(text[last : match.start(1)])
+            out.append(marker("base64-secret"))
+            last = match.end(1)
         if not out:
             return text
         out.append(text[last:])

@@ -403,8 +403,8 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # (prose, group 3 absent) no "=" or bracket: "token_type=bearer latency_ms=42" gives no value.
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?"
-                r"(?=[ \t]*+[:=]))?")
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?"  # (a diff's sign too)
+                r"(?:\\{0,8}+[\"'])?value(?:\\{0,8}+[\"'])?(?=[ \t]*+[:=]))?")
 # (A "." or a closing bracket ends the value before a blank, a quote or an escape of JSON text: "is v. It worked",
 # Client(api_key=NAME)\n.)
 _VALUE_END = r"(?![\s\"'`]|\\[nrt\"]|$)"
@@ -512,12 +512,13 @@ _CLI_MORE_PASSWORD = "|".join((
     _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
 ))
 _CLI_MORE_COMMANDS = (
-    "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell", "oc login", "cf login", "twine",
-    "vsce", "ovsx", "psexec", "paexec", "evil-winrm", "crackmapexec", "netexec", "nxc ", "ipmitool", "plink", "pscp",
-    "psftp", "cmdkey", "schtasks", "security ", "net user", "mc alias", "mc config", "codecov", "doctl", "fly",
-    "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli", "snyk auth", "nuget", "dotnet nuget",
-    "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp", "rman ", "dgmgrl", "tkprof", "exp ",
-    "imp ", "sql> conn", "mysqlsh", "mysqlx",
+    "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell",
+    "oc login", "cf login", "twine", "vsce", "ovsx", "psexec", "paexec", "evil-winrm", "crackmapexec", "netexec",
+    "nxc ", "ipmitool", "plink", "pscp", "psftp", "cmdkey", "schtasks", "security add-", "security unlock-",
+    "security create-", "security set-", "net user", "mc alias", "mc config", "codecov", "doctl", "fly ", "flyctl",
+    "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli",
+    "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
+    "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx",
 )
 
 
@@ -681,7 +682,7 @@ def _basic_credentials(match: re.Match[str]) -> bool:
         decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return False
-    user, colon, password = decoded.partition(":")
+    _user, colon, password = decoded.partition(":")
     return (bool(colon) and decoded.isprintable() and len(password) >= 4 and not is_placeholder(password)
             and not password.startswith(("$", "{", "<", "%")))
 
@@ -716,7 +717,8 @@ RULES: tuple[Rule, ...] = (
          _c(r"(?:proxy-)?authorization" + _PAIR_GAP + rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+)[ \t]++)?"
             r"([^\s\"'`,;\\]{6,4096}+)", re.I), 1, _credential),
     Rule("cookie", ("cookie",),
-         _c(r"(?:set-)?cookie" + _PAIR_GAP + r"(?=[^\s=;,\"'\\]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'\\])){1,4096}+)", re.I),
+         _c(r"(?:set-)?cookie" + _PAIR_GAP
+            + r"(?=[^\s=;,\"'\\]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'\\])){1,4096}+)", re.I),
          1, lambda match: any(_COOKIE_SECRET.fullmatch(value) for value in _COOKIE_VALUE.findall(match.group(1)))),
     # HTTP Basic credentials wherever they stand (nginx's proxy_set_header, an access log's auth="Basic …"): the
     # base64 of user:password, decoded to tell it from a word ("Basic usage").
