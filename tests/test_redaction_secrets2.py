@@ -259,3 +259,31 @@ def test_base64_decoded_in_the_text_is_searched(text: str) -> None:
 ])
 def test_base64_decoded_to_no_secret_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    # A password in a sentence of more languages, in their scripts.
+    ("Noted. รหัสผ่านของเซิร์ฟเวอร์คือ Q_gHlB31IsSJOi นะครับ", "Q_gHlB31IsSJOi"),
+    ("A teszt szerver jelszava: hdYp4iYiLdfWdNT6gZAd, kérlek ne oszd meg.", "hdYp4iYiLdfWdNT6gZAd"),
+    ("Ο κωδικός του διακομιστή είναι Xk29vLpQ8rTz3mWn", "Xk29vLpQ8rTz3mWn"),
+    ("הסיסמה לשרת היא Xk29vLpQ8rTz3mWn", "Xk29vLpQ8rTz3mWn"),
+    # a chosen password may begin with a symbol
+    ("Das Kennwort für den Jenkins-Admin ist #FhMwzpsA64WY8MK#K6T – bitte ändern.", "FhMwzpsA64WY8MK"),
+    # the value before the word
+    ("- Use aA0ZFJWAy5a5U3GQ as the password for the admin account on staging.", "aA0ZFJWAy5a5U3GQ"),
+])
+def test_a_password_in_a_sentence_is_redacted(text: str, secret: str) -> None:
+    for out in _both(text):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "use the token as the api key for now",
+    "Use 12345678 as the password length",
+    "using foo_bar_baz as the token name",
+    "Le parole sono importanti, ne ho contate 12345 in totale",
+    "password: #ff00aa",
+    "the password section #PasswordReset",
+])
+def test_a_sentence_about_a_password_is_kept(text: str) -> None:
+    _assert_kept(text)

@@ -654,6 +654,36 @@ _PHRASE = (
 )
 
 
+# More languages' words for a password (issue 37, second set), with the marks of their scripts: Thai, Hindi, Bengali
+# and Tamil write vowels as combining marks (not \w), Thai runs words together ("รหัสผ่านของเซิร์ฟเวอร์คือ v").
+# Each is a stem where the word inflects (Hungarian jelszava, Greek κωδικός/κωδικού, Hebrew סיסמה/סיסמא).
+_PHRASE_MORE_WORDS = ("รหัสผ่าน", "jelszav", "jelszót", "κωδικ", "συνθηματικ", "סיסמ", "парол", "лозинк", "geslo",
+                      "parool", "parole", "slaptažod", "lykilorð", "contrasenya", "contrasinal", "pasahitz", "رمز عبور",
+                      "گذرواژه", "پاس ورڈ", "পাসওয়ার্ড", "கடவுச்சொல்", "nenosiri", "kata laluan", "wagwoord",
+                      "palavra-passe", "palavra passe", "암호", "패스워드", "暗証番号", "პაროლ", "գաղտնաբառ",
+                      "құпия сөз", "şifrə", "нууц үг", "kodeord", "lösen", "kennwort", "hasła", "hasla", "hesla",
+                      "contraseñ", "passwortes")
+_PHRASE_LETTER = r"[\w\-'’\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
+_PHRASE_MORE = (
+    r"(?:" + "|".join(re.escape(w) for w in _PHRASE_MORE_WORDS) + ")"
+    rf"(?:{_PHRASE_LETTER}{{0,40}}+(?:[ \t]++{_PHRASE_LETTER}{{1,24}}+){{0,6}}?)?"
+    r"(?:[ \t]*+[:=：][ \t]*+|[ \t]++(?:είναι|הוא|היא|on|este|adalah|ialah|là|ni|er|är|is|ist|je)[ \t]++|[ \t]++)"
+    + _PHRASE_VALUE
+)
+# A value given before the word: "use v as the password for the admin account", "try v as your api key".
+_AS_THE_SECRET = (r"(?<![\w\-])(?:use|using|try|enter|type|set|with)[ \t]++(?:\\{0,8}+[\"'`])?"
+                  r"([^\s\"'`\\]{6,128}+)(?:\\{0,8}+[\"'`])?[ \t]++as[ \t]++(?:(?:the|my|your|our|a|an|its)[ \t]++)?"
+                  r"(?:[\w\-]{1,24}+[ \t]++){0,2}?(password|passphrase|passcode|token|secret|api[ _\-]?key)(?![\w\-])")
+_AS_THE_SECRET_LITERALS = tuple(f" as {article}{word}" for article in ("", "the ", "my ", "your ", "our ", "a ", "an ")
+                                for word in ("password", "passphrase", "passcode", "token", "secret", "api key",
+                                             "api_key", "api-key", "apikey"))
+
+
+def _as_the_secret(match: re.Match[str]) -> bool:
+    value = match.group(1)
+    return secret_value(value, password=match.group(2).lower().startswith("pass"), quoted=False, prose=True)
+
+
 def _phrase_value(match: re.Match[str]) -> bool:
     """An app password of four groups is one as printed; any other value is judged as a value given in prose."""
     if match.group(1) is not None:
@@ -890,6 +920,9 @@ RULES: tuple[Rule, ...] = (
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
     Rule("secret-phrase", _PHRASE_LITERALS, _c(_PHRASE, re.I), -1, _phrase_value),
+    Rule("secret-phrase", _PHRASE_MORE_WORDS, _c(_PHRASE_MORE, re.I), 1,
+         lambda match: secret_value(match.group(1), password=True, quoted=False, prose=True)),
+    Rule("secret-phrase", (), _c(_AS_THE_SECRET, re.I), 1, _as_the_secret, prefilter=_AS_THE_SECRET_LITERALS),
     # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
     # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
     Rule("expect-send", ("expect",),

@@ -183,8 +183,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
              and not any(_random_segment(part) for part in value.split(".")))
     if chain and password and any(c.isdigit() for c in value.rsplit(".", 1)[-1]):
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
-    if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
-        return False
+    if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)
+                 and not (password and chosen and value.startswith(("#", "!", "@", "*")))):
+        return False  # (a password of every kind of character may begin with a symbol: "#FhMwzpsA64WY8MK#K6T")
     if _ENV_NAME.fullmatch(value) or _CALL.match(value) or _CALL_AT.match(value):
         return False  # "KIMCHI_API_KEY": a name even inside quotes; Math.floor(0.8: a call
     entropy = shannon_entropy(value)
