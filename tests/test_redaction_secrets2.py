@@ -287,3 +287,18 @@ def test_a_password_in_a_sentence_is_redacted(text: str, secret: str) -> None:
 ])
 def test_a_sentence_about_a_password_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "secret", "kept"), [
+    ("export LDAP_BIND_PASSWORD='5u1tIGW(;7XE7M6}'\\''^ygnM3b'\nexport PORT=8080", "ygnM3b", "export PORT=8080"),
+    ("redis-cli -u 'rediss://default:%3DuMJz0ymw38dgjwjnjK@redis.svc:6380/0' --tls PING", "uMJz0ymw38dgjwjnjK",
+     "@redis.svc:6380/0"),
+])
+def test_the_whole_value_goes_whatever_its_quoting(text: str, secret: str, kept: str) -> None:
+    """A single quote inside a shell's single-quoted value ('…'\\''…'); a URL password whose first character is
+    percent-encoded."""
+    _assert_redacted(text, secret, kept)
+
+
+def test_a_template_in_a_url_is_kept() -> None:
+    _assert_kept("psql postgres://app:%DB_PASS%@db/app")

@@ -59,6 +59,7 @@ _BASE64_RUN = re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{24,65536}+={0,2}+)(?![\w+/
 # closing quote; then a "+" or "\\" maybe, a newline (or JSON text's \n), a diff's sign, indentation, a "+" maybe, and
 # the next literal in the same quotes.
 _CONTINUED_MARK = "[REDACTED:secret-assignment]"
+_SHELL_QUOTED_PART = re.compile(r"'\\{1,8}+''([^'\r\n\\]{1,256}+)(?=')")
 _CONTINUED_QUOTE = re.compile(r"\\{0,8}+[\"']")
 _CONTINUED_PART = re.compile(r"[ \t]{0,8}+(?:[+\\][ \t]{0,8}+)?(?:\r?\n|(?:\\{1,8}+r)?\\{1,8}+n)[+\- ]?[ \t]{0,64}+"
                              r"(?:\+[ \t]{0,8}+)?(\\{0,8}+[\"'])([^\"'\\\r\n]{4,1024}+)(?=\1)")
@@ -424,7 +425,13 @@ class Redactor:
         while pos != -1:
             quote = _CONTINUED_QUOTE.match(text, pos + len(_CONTINUED_MARK))
             end = pos + len(_CONTINUED_MARK)
-            if quote is not None:
+            shell = _SHELL_QUOTED_PART.match(text, end)
+            if shell is not None:  # 'abc'\''def': a single quote inside a shell's single-quoted value
+                self._found(findings, "secret-assignment", shell.group(1))
+                out.append(text[last : shell.start(1)])
+                out.append(marker("secret-assignment"))
+                last = end = shell.end(1)
+            elif quote is not None:
                 end = quote.end()
                 for _ in range(8):
                     part = _CONTINUED_PART.match(text, end)

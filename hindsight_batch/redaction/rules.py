@@ -170,7 +170,12 @@ def _url_credential(match: re.Match[str]) -> bool:
     """A password in a URL or a query parameter, unless it is a template or a placeholder (a password there
     is never code, so a plain word counts)."""
     value = match.group(match.lastindex or 0).strip("\"'`")
+    if value.startswith("%") and _PERCENT_ENCODED.match(value) and not value.endswith("%"):
+        value = value[3:]  # a percent-encoded first character ("%3DuMJz…"), not a template's %NAME%
     return len(value) >= 4 and not is_placeholder(value) and not value.startswith(("$", "{", "<", "%", "["))
+
+
+_PERCENT_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def _base64_private_key(match: re.Match[str]) -> bool:
