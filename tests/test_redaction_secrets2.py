@@ -302,3 +302,30 @@ def test_the_whole_value_goes_whatever_its_quoting(text: str, secret: str, kept:
 
 def test_a_template_in_a_url_is_kept() -> None:
     _assert_kept("psql postgres://app:%DB_PASS%@db/app")
+
+
+@pytest.mark.parametrize("text", [
+    "the root password, in case you need it, is Kp9vQz2Lm4xY",
+    "The password for the VPN has been reset to Kp9vQz2Lm4xY.",
+    "the db password should be Kp9vQz2Lm4xY",
+    "Password → Kp9vQz2Lm4xY",
+    "password -> Kp9vQz2Lm4xY",
+    "El password del servidor es Kp9vQz2Lm4xY",
+    "password (for the admin user): Kp9vQz2Lm4xY",
+    "cf auth admin Kp9vQz2Lm4xY",
+    "poetry config http-basic.private bot Kp9vQz2Lm4xY",
+])
+def test_more_ways_of_giving_a_password_are_redacted(text: str) -> None:
+    for out in _both(text):
+        assert "Kp9vQz2Lm4xY" not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the password on box1 is hidden",
+    "the token should be 3fa9b2c1d4e5 for the test",  # an id after "should be"
+    "$this->token->refresh()",
+    "cf auth",
+    "poetry config virtualenvs.in-project true",
+])
+def test_more_sentences_without_a_password_are_kept(text: str) -> None:
+    _assert_kept(text)

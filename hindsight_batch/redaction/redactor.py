@@ -84,12 +84,14 @@ _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
     rb"(?:(?:[ ,+\-]|\\{1,24}[nrt]){0,48}(?:\\{0,24}[\"'])?value(?:\\{0,24}[\"'])?)?"
-    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|[:=|,])(?:[ ]|\\t)*)?"
+    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|->|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
-    rb"|to|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){1,4}(?:is|was|are)"
-    rb"|(?:[a-z0-9_'\-]{1,24}(?:[ ]|\\t)+){0,4}[a-z0-9_'\-]{1,24}:)"
+    rb"|to|(?:[a-z0-9_'\-(),]{1,25}(?:[ ]|\\t)+){0,6}(?:is|was|are|es|est|ist|jest|este"
+    rb"|(?:re)?set(?:[ ]|\\t)+to|(?:changed|updated|rotated)(?:[ ]|\\t)+to|(?:should|will|must|would|can)(?:[ ]|\\t)+be"
+    rb"|is(?:[ ]|\\t)+now)"
+    rb"|(?:[a-z0-9_'\-(),]{1,25}(?:[ ]|\\t)+){0,6}[a-z0-9_'\-(),]{1,25}:)"
     rb"(?:[ ]|\\t)+)?"
     rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )

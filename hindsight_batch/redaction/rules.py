@@ -265,8 +265,12 @@ _COPULA = re.compile(r"[ \t](?:is|was|are)[ \t]", re.I)
 # More sentence shapes that give a value after a secret's name (issue 37, second set): "I set RAILWAY_TOKEN to v"
 # (after a verb of setting: _SETTING), "the wifi password at the office is v", "the X_TOKEN I use locally: v".
 # A few short words at most; each shape is bounded. (The record gate's _SHAPE_GAP holds the same.)
-_PROSE_GIVEN = (r"|to(?=[ \t])|(?:[\w'’\-]{1,24}+[ \t]++){1,4}?(?:is|was|are)(?=[ \t])"
-                r"|(?:[\w'’\-]{1,24}+[ \t]++){0,4}?[\w'’\-]{1,24}+:(?=[ \t])")
+_PROSE_WORD = r"[\w'’\-()]{1,24}+,?"
+# (a copula, also of the languages that write "password" in English: "la password del server è v"; a verb of setting)
+_PROSE_VERB = (r"(?:is|was|are|es|est|ist|jest|este|è|é|är|(?:re)?set[ \t]++to|changed[ \t]++to"
+               r"|updated[ \t]++to|rotated[ \t]++to|(?:should|will|must|would|can)[ \t]++be|is[ \t]++now)")
+_PROSE_GIVEN = (rf"|to(?=[ \t])|(?:{_PROSE_WORD}[ \t]++){{0,6}}?{_PROSE_VERB}(?=[ \t])"
+                rf"|(?:{_PROSE_WORD}[ \t]++){{0,6}}?{_PROSE_WORD}:(?=[ \t])")
 _SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?)"
                       r"\s+(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
 # Words in the gap that make the value an id or a hash the sentence names ("the key of the commit is 3f78…").
@@ -506,6 +510,8 @@ _CLI_MORE_PASSWORD = "|".join((
     _cli(r"wpa_passphrase", _SHELL_WORD + r"[ \t]++" + _CLI_VALUE),
     _cli(r"valkey-cli|keydb-cli", r"-a[ \t]++" + _CLI_VALUE),
     _cli(r"snyk[ \t]++auth|nuget[ \t]++setapikey", _CLI_VALUE),
+    _cli(r"cf[ \t]++auth", r"[^\s\-][^\s]{0,127}+[ \t]++" + _CLI_VALUE),  # cf auth USER PASSWORD
+    _cli(r"poetry[ \t]++config", r"http-basic\.[\w\-]{1,64}+[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
     _cli(r"nuget|dotnet[ \t]++nuget", r"(?:-ApiKey|-k|--api-key)[ \t]++" + _CLI_VALUE),
     _cli(r"sonar-scanner|mvn|gradle|gradlew", r"-Dsonar\.(?:login|token|password)=" + _CLI_VALUE),
     # Oracle's user/password[@connect]: sqlplus, SQL*Loader, Data Pump, RMAN, Data Guard; exp and imp only with the
@@ -523,7 +529,7 @@ _CLI_MORE_COMMANDS = (
     "security create-", "security set-", "net user", "mc alias", "mc config", "codecov", "doctl", "fly ", "flyctl",
     "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli",
     "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
-    "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx",
+    "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
 )
 
 
@@ -1004,9 +1010,11 @@ RULES: tuple[Rule, ...] = (
             + _VALUE_FIELD
             # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
             # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
-            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│→]|(?<=[ \t])->|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
-            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?)"
+            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?"
+            # ("the root password, in case you need it, is v")
+            rf"|,[ \t]++(?:{_PROSE_WORD}[ \t]++){{1,6}}?{_PROSE_VERB}[ \t]++)"
             # (a string split over lines in brackets: api_key=("abc…"\n "def…"), see redactor._redact_continued)
             r"(?:Secret(?:Str|Bytes)\(|\((?=\\{0,8}+[\"']))?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
