@@ -80,6 +80,8 @@ _AWS_PAIR_DISTANCE = 300
 # where this finds nothing, the slow pass finds nothing. A keyword inside an object key goes to the slow pass
 # whatever follows (a string under a secret-sounding key is judged whole).
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
+_SHAPE_VERB = (rb"(?:is|was|are|es|est|ist|jest|este|(?:re)?set(?:[ ]|\\t)+to|(?:changed|updated|rotated)(?:[ ]|\\t)+to"
+               rb"|(?:should|will|must|would|can)(?:[ ]|\\t)+be|is(?:[ ]|\\t)+now)")  # (rules._PROSE_VERB's ASCII)
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
@@ -88,10 +90,8 @@ _SHAPE_GAP = (
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
-    rb"|to|(?:[a-z0-9_'\-(),]{1,25}(?:[ ]|\\t)+){0,6}(?:is|was|are|es|est|ist|jest|este"
-    rb"|(?:re)?set(?:[ ]|\\t)+to|(?:changed|updated|rotated)(?:[ ]|\\t)+to|(?:should|will|must|would|can)(?:[ ]|\\t)+be"
-    rb"|is(?:[ ]|\\t)+now)"
-    rb"|(?:[a-z0-9_'\-(),]{1,25}(?:[ ]|\\t)+){0,6}[a-z0-9_'\-(),]{1,25}:)"
+    rb"|to|(?:(?!" + _SHAPE_VERB + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
+    rb"(?:" + _SHAPE_VERB + rb"|[a-z0-9_'\-(),]{1,25}+:))"
     rb"(?:[ ]|\\t)+)?"
     rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )

@@ -269,8 +269,9 @@ _PROSE_WORD = r"[\w'’\-()]{1,24}+,?"
 # (a copula, also of the languages that write "password" in English: "la password del server è v"; a verb of setting)
 _PROSE_VERB = (r"(?:is|was|are|es|est|ist|jest|este|è|é|är|(?:re)?set[ \t]++to|changed[ \t]++to"
                r"|updated[ \t]++to|rotated[ \t]++to|(?:should|will|must|would|can)[ \t]++be|is[ \t]++now)")
-_PROSE_GIVEN = (rf"|to(?=[ \t])|(?:{_PROSE_WORD}[ \t]++){{0,6}}?{_PROSE_VERB}(?=[ \t])"
-                rf"|(?:{_PROSE_WORD}[ \t]++){{0,6}}?{_PROSE_WORD}:(?=[ \t])")
+# (Each word is taken once, up to the verb or the word before a colon: no backtracking over the words.)
+_PROSE_WORDS = rf"(?:(?!{_PROSE_VERB}[ \t]){_PROSE_WORD}[ \t]++){{0,5}}+"
+_PROSE_GIVEN = rf"|to(?=[ \t])|{_PROSE_WORDS}(?:{_PROSE_VERB}|{_PROSE_WORD}:)(?=[ \t])"
 _SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?)"
                       r"\s+(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
 # Words in the gap that make the value an id or a hash the sentence names ("the key of the commit is 3f78…").
@@ -1014,7 +1015,7 @@ RULES: tuple[Rule, ...] = (
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
             r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?"
             # ("the root password, in case you need it, is v")
-            rf"|,[ \t]++(?:{_PROSE_WORD}[ \t]++){{1,6}}?{_PROSE_VERB}[ \t]++)"
+            rf"|,[ \t]++{_PROSE_WORDS}{_PROSE_VERB}[ \t]++)"
             # (a string split over lines in brackets: api_key=("abc…"\n "def…"), see redactor._redact_continued)
             r"(?:Secret(?:Str|Bytes)\(|\((?=\\{0,8}+[\"']))?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
