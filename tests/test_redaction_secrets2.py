@@ -329,3 +329,17 @@ def test_more_ways_of_giving_a_password_are_redacted(text: str) -> None:
 ])
 def test_more_sentences_without_a_password_are_kept(text: str) -> None:
     _assert_kept(text)
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Пароль для базы данных — Kp9vQz2Lm4xY, не теряй", ", не теряй"),
+    ("Il codice di accesso è Kp9vQz2Lm4xY", "Il codice di accesso è "),
+    ("Le mot de passe est « Kp9vQz2Lm4xY »", " »"),
+    ("Das Passwort ist „Kp9vQz2Lm4xY“, bitte ändern", "“, bitte ändern"),
+])
+def test_a_password_after_a_dash_or_in_quotes_of_a_language_is_redacted(text: str, kept: str) -> None:
+    _assert_redacted(text, "Kp9vQz2Lm4xY", kept)
+
+
+def test_a_dash_in_a_sentence_about_a_password_keeps_its_words() -> None:
+    _assert_kept("Пароль — это секрет, его нельзя хранить в коде")

@@ -653,9 +653,11 @@ _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz"
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
 _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
                 r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
-                r"|[ \t]*+是[ \t]*+|[ \t]++)")
+                r"|[ \t]*+是[ \t]*+|[ \t]++[—–][ \t]++|[ \t]++)"
+                r"(?:[«„“‘「『‹][ \t]*+)?")  # (a dash for a copula: "Пароль — v"; the quotes of "« v »", „v“)
 # (A digit in it: words of the sentence are tried as the value first, and a refused value hides the rest.)
-_PHRASE_VALUE = r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)"
+_PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9])((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))"
+                 r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
@@ -674,7 +676,7 @@ _PHRASE_MORE_WORDS = ("รหัสผ่าน", "jelszav", "jelszót", "κωδ
                       "گذرواژه", "پاس ورڈ", "পাসওয়ার্ড", "கடவுச்சொல்", "nenosiri", "kata laluan", "wagwoord",
                       "palavra-passe", "palavra passe", "암호", "패스워드", "暗証番号", "პაროლ", "գաղտնաբառ",
                       "құпия сөз", "şifrə", "нууц үг", "kodeord", "lösen", "kennwort", "hasła", "hasla", "hesla",
-                      "contraseñ", "passwortes")
+                      "contraseñ", "passwortes", "codice di accesso", "parola d'ordine")
 _PHRASE_LETTER = r"[\w\-'’\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
 _PHRASE_MORE = (
     r"(?:" + "|".join(re.escape(w) for w in _PHRASE_MORE_WORDS) + ")"
