@@ -107,6 +107,7 @@ def test_a_tools_option_without_a_password_is_kept(text: str) -> None:
     ("The wifi password at the office is emberriver974@6lr, in case you need it", "emberriver974@6lr"),
     ("The wifi password at the office is Lh65FKTuXstRwGhZZgt1BP, for the device test.", "Lh65FKTuXstRwGhZ"),
     ("the password for run 42 is Kp9vQz2Lm4xY", "Kp9vQz2Lm4xY"),
+    ("I exported SCW_SECRET_KEY as 9311a679-d056-4073-9e85-6f483164301e before running it", "9311a679-d056"),
 ])
 def test_a_value_given_in_a_longer_sentence_is_redacted(text: str, secret: str) -> None:
     for out in _both(text):
@@ -116,6 +117,8 @@ def test_a_value_given_in_a_longer_sentence_is_redacted(text: str, secret: str) 
 @pytest.mark.parametrize("text", [
     "I'll pass the token 99f9a1b2c3d4e5f6 through to the next step.",
     "I passed the token to abc123def456ghi",  # "to" without a verb of setting
+    "use the token as Kp9vQz2Lm4xYab",  # "as" without a verb of setting
+    "store the password as a hash",
     "the key of the commit is 3f78a9b2c4d5e6f7a8b9",
     "secret rotation ticket KEEP-76d63156a4 is closed",
     "The token passed to the handler is req_8f7a6b5c4d3e2f1a",  # an id after words and a copula

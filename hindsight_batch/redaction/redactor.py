@@ -90,7 +90,7 @@ _SHAPE_GAP = (
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
-    rb"|to|(?:(?!" + _SHAPE_VERB + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
+    rb"|to|as|(?:(?!" + _SHAPE_VERB + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
     rb"(?:" + _SHAPE_VERB + rb"|[a-z0-9_'\-(),]{1,25}+:))"
     rb"(?:[ ]|\\t)+)?"
     rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"

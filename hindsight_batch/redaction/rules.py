@@ -271,8 +271,9 @@ _PROSE_VERB = (r"(?:is|was|are|es|est|ist|jest|este|è|é|är|(?:re)?set[ \t]++t
                r"|updated[ \t]++to|rotated[ \t]++to|(?:should|will|must|would|can)[ \t]++be|is[ \t]++now)")
 # (Each word is taken once, up to the verb or the word before a colon: no backtracking over the words.)
 _PROSE_WORDS = rf"(?:(?!{_PROSE_VERB}[ \t]){_PROSE_WORD}[ \t]++){{0,5}}+"
-_PROSE_GIVEN = rf"|to(?=[ \t])|{_PROSE_WORDS}(?:{_PROSE_VERB}|{_PROSE_WORD}:)(?=[ \t])"
-_SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?)"
+_PROSE_GIVEN = rf"|(?:to|as)(?=[ \t])|{_PROSE_WORDS}(?:{_PROSE_VERB}|{_PROSE_WORD}:)(?=[ \t])"
+_SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?"
+                      r"|export(?:ed)?|stored?)"
                       r"\s+(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
 # Words in the gap that make the value an id or a hash the sentence names ("the key of the commit is 3f78…").
 _ID_WORDS = re.compile(r"(?<![\w-])(?:commit|sha|hash|digest|checksum|id|ids|row|record|version|revision|rev)"
@@ -370,7 +371,7 @@ def _prose_shape_given(match: re.Match[str], before: str) -> bool:
     """The longer sentence shapes (_PROSE_GIVEN) give a value only as they say: "to" after a verb of setting; words
     before a copula or a colon that name no id or hash."""
     gap = match.string[match.end(2) : match.start(5)].strip(" \t\"'`\\")
-    if gap.lower() == "to":
+    if gap.lower() in ("to", "as"):  # "I set X to v", "I exported X as v"
         head = match.string[max(0, match.start() - len(before) - 64) : match.start() - len(before)]
         return _SETTING.search(head) is not None
     if len(gap.split()) < 2:
