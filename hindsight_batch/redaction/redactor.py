@@ -82,6 +82,8 @@ _AWS_PAIR_DISTANCE = 300
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
 _SHAPE_VERB = (rb"(?:is|was|are|es|est|ist|jest|este|(?:re)?set(?:[ ]|\\t)+to|(?:changed|updated|rotated)(?:[ ]|\\t)+to"
                rb"|(?:should|will|must|would|can)(?:[ ]|\\t)+be|is(?:[ ]|\\t)+now)")  # (rules._PROSE_VERB's ASCII)
+_SHAPE_VERB_START = (rb"(?:i(?:st?)|w(?:as|ill|ould)|are|e(?:st?e?|s)|jest|s(?:et|hould)|reset|c(?:hanged|an)|updated"
+                     rb"|rotated|must)")
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
@@ -90,7 +92,7 @@ _SHAPE_GAP = (
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
     # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
-    rb"|to|as|(?:(?!" + _SHAPE_VERB + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
+    rb"|to|as|(?:(?!" + _SHAPE_VERB_START + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
     rb"(?:" + _SHAPE_VERB + rb"|[a-z0-9_'\-(),]{1,25}+:))"
     rb"(?:[ ]|\\t)+)?"
     rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
