@@ -346,3 +346,22 @@ def test_a_password_after_a_dash_or_in_quotes_of_a_language_is_redacted(text: st
 
 def test_a_dash_in_a_sentence_about_a_password_keeps_its_words() -> None:
     _assert_kept("Пароль — это секрет, его нельзя хранить в коде")
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ('r = requests.get(url, auth=("admin", "Kp9vQz2Lm4xY"))', "Kp9vQz2Lm4xY"),
+    ('r = requests.get(url, auth=HTTPBasicAuth("admin", "Kp9vQz2Lm4xY"))', "Kp9vQz2Lm4xY"),
+    ('url = "jdbc:oracle:thin:scott/Kp9vQz2Lm4xY@db.example.com:1521:ORCL"', "Kp9vQz2Lm4xY"),
+    ('data, _ := base64.StdEncoding.DecodeString("cG9zdGdyZXM6Ly9hcHA6S3A5dlF6MkxtNHhZQGRiOjU0MzIvYXBw")',
+     "cG9zdGdyZXM6Ly9hcHA6S3A5"),
+    ('byte[] b = Base64.getDecoder().decode("cG9zdGdyZXM6Ly9hcHA6S3A5dlF6MkxtNHhZQGRiOjU0MzIvYXBw");',
+     "cG9zdGdyZXM6Ly9hcHA6S3A5"),
+])
+def test_credentials_given_to_a_client_in_code_are_redacted(text: str, secret: str) -> None:
+    for out in _both(text):
+        assert secret not in out, out
+
+
+@pytest.mark.parametrize("text", ['auth = ("admin", password)', "auth=(user, pw)", 'auth=("admin", "$PASSWORD")'])
+def test_a_basic_auth_tuple_of_names_is_kept(text: str) -> None:
+    _assert_kept(text)

@@ -52,7 +52,8 @@ _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\
 _MAX_DEPTH = 2
 # A text that decodes base64 (a CI step's echo '…' | base64 -d, Python's b64decode, JavaScript's atob, .NET's
 # FromBase64String): each base64 run of it is decoded and searched the same way (a service account's JSON).
-_DECODE_LITERALS = ("base64 -d", "base64 --decode", "b64decode", "atob(", "frombase64string", "'base64'",
+_DECODE_LITERALS = ("base64 -d", "base64 --decode", "b64decode", "atob(", "frombase64string", "decodestring(",
+                    "getdecoder()", "getmimedecoder()", "'base64'",
                     "\"base64\"", "base64\\\"")
 _BASE64_RUN = re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{24,65536}+={0,2}+)(?![\w+/=])")
 # A secret split over adjacent string literals (Redactor._redact_continued): after the marker of its first part, its

@@ -526,6 +526,7 @@ _CLI_MORE_PASSWORD = "|".join((
     _cli(r"exp|imp", r"(?:userid=)?[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)"),
     r"SQL>[ \t]++(?i:conn(?:ect)?)[ \t]++[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\\]|$)",
     _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
+    r"jdbc:oracle:(?:thin|oci8?):[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)",  # a JDBC URL's user/password@
 ))
 _CLI_MORE_COMMANDS = (
     "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell",
@@ -535,6 +536,7 @@ _CLI_MORE_COMMANDS = (
     "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli",
     "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
     "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
+    "jdbc:oracle:",
 )
 
 
@@ -770,6 +772,12 @@ RULES: tuple[Rule, ...] = (
          1, lambda match: any(_COOKIE_SECRET.fullmatch(value) for value in _COOKIE_VALUE.findall(match.group(1)))),
     # HTTP Basic credentials wherever they stand (nginx's proxy_set_header, an access log's auth="Basic …"): the
     # base64 of user:password, decoded to tell it from a word ("Basic usage").
+    # HTTP Basic or Digest credentials given to a client in code: requests' auth=("user", "v"), HTTPBasicAuth("user",
+    # "v"), aiohttp's BasicAuth("user", "v"): the second literal is the password (not a name: auth=(user, pw)).
+    Rule("authorization-header", ("auth=(", "auth = (", "basicauth(", "digestauth("),
+         _c(r"(?:auth[ \t]*+=[ \t]*+\(|(?:Basic|Digest)Auth\()[ \t]*+\\{0,8}+[\"'][^\"'\\\r\n]{0,128}+\\{0,8}+[\"']"
+            r"[ \t]*+,[ \t]*+\\{0,8}+[\"']([^\"'\\\r\n]{4,256}+)\\{0,8}+[\"']", re.I),
+         1, lambda match: _given_password(match.group(1))),
     Rule("authorization-header", ("basic",),
          _c(rf"{_NB}basic[ \t]++([A-Za-z0-9+/]{{8,2048}}+={{0,2}}+)(?![A-Za-z0-9+/=])", re.I), 1, _basic_credentials),
     Rule(
