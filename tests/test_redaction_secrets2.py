@@ -365,3 +365,18 @@ def test_credentials_given_to_a_client_in_code_are_redacted(text: str, secret: s
 @pytest.mark.parametrize("text", ['auth = ("admin", password)', "auth=(user, pw)", 'auth=("admin", "$PASSWORD")'])
 def test_a_basic_auth_tuple_of_names_is_kept(text: str) -> None:
     _assert_kept(text)
+
+
+def test_a_token_of_random_letters_with_a_dash_is_redacted() -> None:
+    """A token that happens to hold no digit ("as-" and random letters) is no name of code."""
+    for out in _both("modal_token_secret = as-RnrAJkNoxnWcOZECJuhSDd\nlog_level = debug"):
+        assert "RnrAJkNoxnWcOZECJuhSDd" not in out and "log_level = debug" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "token = handleAuthenticationHTTPRequestError",
+    "token = getUserIdFromDbByKeyJsAndUiAsMd",
+    "token = myTokenValueForTheAPIClientXYZ",
+])
+def test_a_long_name_of_code_is_kept(text: str) -> None:
+    _assert_kept(text)

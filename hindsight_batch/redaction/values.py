@@ -100,7 +100,7 @@ def is_code_or_reference(value: str) -> bool:
         return True
     if _CALL_AT.search(value) or "://" in value:
         return True  # getToken(), os.getenv("X"): a call (not ")nk&x%2(v9": a chosen value's brackets)
-    if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
+    if _ENV_NAME.fullmatch(value) or (_WORDY_NAME.fullmatch(value) and not _random_letters(value)):
         return True
     # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
     return bool(CODE.fullmatch(value)) and any(op in value for op in ("?.", "!.", "::", "->", "."))
@@ -122,6 +122,26 @@ def is_known_non_secret(value: str) -> bool:
         if all(_PATH_SEGMENT.fullmatch(s) for s in segments):
             return True  # words between slashes: a path or a route, not base64
     return False
+
+
+def _random_letters(value: str) -> bool:
+    """A run of sixteen letters or more cut, as a name is read, into pieces of which several are one capital and one
+    small letter that spell no short word ("RnrAJkNoxnWcOZECJuhSDd": Jk, Wc, Dd; a token with no digit). A name's
+    pieces are words (myTokenValueForTheAPIClient) and short ones are words too (Id, Db, By, Js)."""
+    for part in _WORD_SEPARATORS.split(value):
+        if len(part) >= 16 and part.isalpha() and not _CAMEL_WORDS.fullmatch(part):
+            pairs = [piece for piece in _NAME_PIECES.findall(part) if len(piece) == 2 and piece not in _SHORT_WORDS]
+            if len(pairs) >= max(2, len(part) // 8):
+                return True
+    return False
+
+
+_NAME_PIECES = re.compile(r"[A-Z][a-z]++|[A-Z]++(?![a-z])|[a-z]++")
+_SHORT_WORDS = frozenset({
+    "Id", "Db", "By", "To", "Of", "In", "On", "At", "Is", "Ui", "Js", "Io", "Os", "Ok", "No", "Up", "Do", "Go", "If",
+    "Or", "As", "An", "Be", "Me", "My", "We", "Us", "It", "Tx", "Rx", "Ip", "Vm", "Ms", "Ns", "Px", "Em", "Pk", "Fk",
+    "Qa", "Ts", "Py", "Rs", "Md", "Ai", "Ml", "Hr", "Pr", "Ci", "Cd", "Vs", "Ex", "Re", "De", "Un", "Et", "Al",
+})
 
 
 def _random_segment(segment: str) -> bool:
