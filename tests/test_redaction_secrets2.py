@@ -69,6 +69,13 @@ def test_a_name_given_as_the_value_is_code(text: str) -> None:
     ("oc login -u developer -p Kp9vQz2Lm4x https://api.crc.testing:6443", "Kp9vQz2Lm4x"),
     ("cqlsh -u cassandra -p Kp9vQz2Lm4x 10.0.0.3", "Kp9vQz2Lm4x"),
     ("mysqlsh root:Kp9vQz2Lm4x@localhost:3306", "Kp9vQz2Lm4x"),
+    ("isql -U sa -P Kp9vQz2Lm4xY -S MYSERVER", "Kp9vQz2Lm4xY"),
+    ("hdbsql -n localhost:30015 -u SYSTEM -p Kp9vQz2Lm4xY \"select 1 from dummy\"", "Kp9vQz2Lm4xY"),
+    ("racadm -r 10.0.0.8 -u root -p Kp9vQz2Lm4xY getsysinfo", "Kp9vQz2Lm4xY"),
+    ("vmrun -T ws -gu admin -gp Kp9vQz2Lm4xY runProgramInGuest vm.vmx /bin/ls", "Kp9vQz2Lm4xY"),
+    ("rpcclient -U 'admin%Kp9vQz2Lm4xY' 10.0.0.5", "Kp9vQz2Lm4xY"),
+    ("pdftk in.pdf output out.pdf user_pw Kp9vQz2Lm4xY", "Kp9vQz2Lm4xY"),
+    ("db2 connect to SAMPLE user db2inst1 using Kp9vQz2Lm4xY", "Kp9vQz2Lm4xY"),
     # Oracle's user/password@connect
     ("expdp system/TldwDWDpZKHw8XCvHcs8DR@XEPDB1 schemas=HR dumpfile=hr.dmp", "TldwDWDpZKHw8XCvHcs8DR"),
     ("sqlplus scott/OVwAX2iIsRtXNA9@//db.svc:1521/ORCLPDB1 @migrate.sql", "OVwAX2iIsRtXNA9"),
@@ -93,6 +100,9 @@ def test_a_password_option_of_a_common_tool_is_redacted(text: str, secret: str) 
     "mosquitto_pub -h broker -P \"$MQTT_PASS\" -t t -m 1",
     "twine upload -u __token__ -p \"$PYPI_TOKEN\" dist/*",
     "fly deploy --remote-only",
+    "isql -v mydsn",
+    "db2 connect to SAMPLE",
+    'tsql -S db -U sa -P "$SA_PASSWORD"',
     "the fly in the ointment -t is not a flag",
 ])
 def test_a_tools_option_without_a_password_is_kept(text: str) -> None:

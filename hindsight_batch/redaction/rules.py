@@ -517,6 +517,15 @@ _CLI_MORE_PASSWORD = "|".join((
     _cli(r"snyk[ \t]++auth|nuget[ \t]++setapikey", _CLI_VALUE),
     _cli(r"cf[ \t]++auth", r"[^\s\-][^\s]{0,127}+[ \t]++" + _CLI_VALUE),  # cf auth USER PASSWORD
     _cli(r"poetry[ \t]++config", r"http-basic\.[\w\-]{1,64}+[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    # database shells (Sybase and FreeTDS, SAP HANA, DB2), servers' management boards (Dell, HPE), VMware guests,
+    # Samba's other clients, PDFs' passwords, ncftp
+    _cli(r"isql|tsql|sqsh", r"-P[ \t]*+" + _CLI_VALUE),
+    _cli(r"hdbsql|racadm|ilorest|ncftp(?:put|get)?", r"-p[ \t]++" + _CLI_VALUE),
+    _cli(r"vmrun", r"-gp[ \t]++" + _CLI_VALUE),
+    _cli(r"rpcclient|winexe|smbget|smbcacls|smbmap", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
+    _cli(r"pdftk", r"(?:user|owner|input)_pw[ \t]++" + _CLI_VALUE),
+    _cli(r"db2", r"connect[ \t]++to[ \t]++[^\s]{1,128}+[ \t]++user[ \t]++[^\s]{1,128}+[ \t]++using[ \t]++"
+         + _CLI_VALUE),
     _cli(r"nuget|dotnet[ \t]++nuget", r"(?:-ApiKey|-k|--api-key)[ \t]++" + _CLI_VALUE),
     _cli(r"sonar-scanner|mvn|gradle|gradlew", r"-Dsonar\.(?:login|token|password)=" + _CLI_VALUE),
     # Oracle's user/password[@connect]: sqlplus, SQL*Loader, Data Pump, RMAN, Data Guard; exp and imp only with the
@@ -536,7 +545,8 @@ _CLI_MORE_COMMANDS = (
     "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli",
     "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
     "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
-    "jdbc:oracle:",
+    "jdbc:oracle:", "isql", "tsql", "sqsh", "hdbsql", "racadm", "ilorest", "ncftp", "vmrun", "rpcclient", "winexe",
+    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ",
 )
 
 
