@@ -830,6 +830,16 @@ def test_a_services_token_in_prose_is_redacted_by_its_prefix(token: str) -> None
         assert token not in out and token[-12:] not in out and out.endswith(", is it the wrong scope?"), out
 
 
+@pytest.mark.parametrize("token", [
+    "ATBB" + "3xQzYk8Lm2Np4Rt6Vw1Yb5Cd0Ef9Gh2Jk4L",
+    "sk.eyJ1IjoiZGV2LXVzZXIiLCJhIjoiY2xhYmNkZWYxMjM0NTY3ODkwIn0." + "Zq8Lw3Nx5Rt7Yb2Kd4Mh6P",
+])
+def test_a_prefixed_token_ending_a_sentence_leaves_the_full_stop(token: str) -> None:
+    text = f"ok so BITBUCKET_APP_PASSWORD={token}. It worked yesterday."
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert token[4:] not in out and out.endswith(". It worked yesterday."), out
+
+
 @pytest.mark.parametrize("text", [
     '{"command":"gh secret set SONAR_TOKEN --body \\"Zx8Kq2Lm5Np7Rt9W\\"","timeout":60}',
     "vercel env add PAYMENTS_KEY production <<< 'Zx8Kq2Lm5Np7Rt9W'",

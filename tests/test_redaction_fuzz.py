@@ -27,9 +27,11 @@ _NAMES = ("pass", "pw", "auth", "cred", "creds", "passcode", "password", "passwd
           "api_key", "apiKey", "access-key", "credentials", "signing_key", "signingKey", "master-key", "hmackey",
           "session_key", "encryptionKey", "jwt_key", "webhookKey", "licence_key", "basic auth", "psk", "wpa_psk")
 _CASES = (str.lower, str.upper, str.capitalize, lambda name: name)
-_BEFORE = ("", "db_", "DB_", "my", "x-", "by", "com", "--", "-", "smtp.", "dB", "X_", "9", "the ", "my wifi ")
+_BEFORE = ("", "db_", "DB_", "my", "x-", "by", "com", "--", "-", "smtp.", "dB", "X_", "9", "the ", "my wifi ", "I set ")
 _AFTER = ("", "s", "S", "es", "word", "_FILE", "Hash", "ed", "_1", "Id", "_key", ".value")
-_GAPS = ("=", ": ", " = ", "\t=\t", ":=", "=>", " is ", " was ", " ", "': '", " : ", "\t", "  are  ", "=\"", "='")
+_GAPS = ("=", ": ", " = ", "\t=\t", ":=", "=>", " is ", " was ", " ", "': '", " : ", "\t", "  are  ", "=\"", "='",
+         " to ", " at the office is ", " I use locally: ", ", in case you need it, is ", " should be ", " -> ",
+         " (for the admin user): ", " has been reset to ", " as ")  # (sentence shapes: rules._PROSE_GIVEN)
 _VALUES = ("Qz7Lm2Xp9Vk4", "Blue!Blue983", "9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0", "hunter22", "abc",
            "Rocket#Winter8639", "abcdefghijklmnopqrstuvwx", "3a4b5c6d7e", "Tr0ub4dor&3", "$SECRET", "${{ x }}",
            "PrmOpehLGLxn", "rx%bUt&m(b#r#Cp")

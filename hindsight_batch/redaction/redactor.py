@@ -36,7 +36,7 @@ from hindsight_batch.redaction.rules import (
     private_url_rule,
     secret_name,
 )
-from hindsight_batch.redaction.values import shannon_entropy
+from hindsight_batch.redaction.values import is_placeholder, shannon_entropy
 
 _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
@@ -52,6 +52,20 @@ _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\
                            r"(?:\\{0,8}+[\"'])?"
                            r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
 _MAX_DEPTH = 2
+# A text that decodes base64 (a CI step's echo '…' | base64 -d, Python's b64decode, JavaScript's atob, .NET's
+# FromBase64String): each base64 run of it is decoded and searched the same way (a service account's JSON).
+_DECODE_LITERALS = ("base64 -d", "base64 --decode", "b64decode", "atob(", "frombase64string", "decodestring(",
+                    "getdecoder()", "getmimedecoder()", "'base64'",
+                    "\"base64\"", "base64\\\"")
+_BASE64_RUN = re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{24,65536}+={0,2}+)(?![\w+/=])")
+# A secret split over adjacent string literals (Redactor._redact_continued): after the marker of its first part, its
+# closing quote; then a "+" or "\\" maybe, a newline (or JSON text's \n), a diff's sign, indentation, a "+" maybe, and
+# the next literal in the same quotes.
+_CONTINUED_MARK = "[REDACTED:secret-assignment]"
+_SHELL_QUOTED_PART = re.compile(r"'\\{1,8}+''([^'\r\n\\]{1,256}+)(?=')")
+_CONTINUED_QUOTE = re.compile(r"\\{0,8}+[\"']")
+_CONTINUED_PART = re.compile(r"[ \t]{0,8}+(?:[+\\][ \t]{0,8}+)?(?:\r?\n|(?:\\{1,8}+r)?\\{1,8}+n)[+\- ]?[ \t]{0,64}+"
+                             r"(?:\+[ \t]{0,8}+)?(\\{0,8}+[\"'])([^\"'\\\r\n]{4,1024}+)(?=\1)")
 # An AWS secret access key has no prefix: in prose it is found as a 40-character base64 run near a key id.
 _AWS_KEY_IDS = ("akia", "asia", "abia", "acca")
 _AWS_KEY_ID = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
@@ -69,15 +83,22 @@ _AWS_PAIR_DISTANCE = 300
 # where this finds nothing, the slow pass finds nothing. A keyword inside an object key goes to the slow pass
 # whatever follows (a string under a secret-sounding key is judged whole).
 _SHAPE_NAME = rb"(?:" + _KEYWORDS.encode() + rb"|api key|access key|private key)"
+_SHAPE_VERB = (rb"(?:is|was|are|es|est|ist|jest|este|(?:re)?set(?:[ ]|\\t)+to|(?:changed|updated|rotated)(?:[ ]|\\t)+to"
+               rb"|(?:should|will|must|would|can)(?:[ ]|\\t)+be|is(?:[ ]|\\t)+now)")  # (rules._PROSE_VERB's ASCII)
+_SHAPE_VERB_START = (rb"(?:i(?:st?)|w(?:as|ill|ould)|are|e(?:st?e?|s)|jest|s(?:et|hould)|reset|c(?:hanged|an)|updated"
+                     rb"|rotated|must)")
 _SHAPE_GAP = (
     rb"[a-z0-9_.\-]{0,32}(?:\\{0,24}[\"'`])?"
     # a name and its value as two fields (rules._VALUE_FIELD)
-    rb"(?:(?:[ ,]|\\[nrt]){0,48}(?:\\{0,24}[\"'])?(?:parameter)?value(?:\\{0,24}[\"'])?)?"
-    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|\|\||\?\?|[:=|,])(?:[ ]|\\t)*)?"
+    rb"(?:(?:[ ,+\-]|\\{1,24}[nrt]){0,48}(?:\\{0,24}[\"'])?(?:parameter)?value(?:\\{0,24}[\"'])?)?"
+    rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|->|\|\||\?\?|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
-    rb"|for [a-z\-]{1,20}:)"
+    rb"|for [a-z\-]{1,20}:"
+    # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
+    rb"|to|as|(?:(?!" + _SHAPE_VERB_START + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
+    rb"(?:" + _SHAPE_VERB + rb"|[a-z0-9_'\-(),]{1,25}+:))"
     rb"(?:[ ]|\\t)+)?"
-    rb"(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
+    rb"\(?(?:\\{0,24}[\"'`])?(?:[br]\\?\")?"
 )
 # What a value may hold, quoted or not (rules._VALUE): a superset of both. In the serialized record every quote
 # of the text is escaped (a quoted value may hold quotes of another kind), a blank of it is one or \n, \r, \t.
@@ -89,7 +110,8 @@ _SHAPE_VALUE = re.compile(_SHAPE_NAME + _SHAPE_GAP + rb"(?:" + _SHAPE_RUN + rb"{
                           rb"|" + _SHAPE_RUN + rb"{0,19}?[!#%^&*@~$]"
                           rb"|(?:[a-z]{4}[ \-]){3}[a-z]{4})")  # (or an app password: values.secret_value)
 _SHAPE_PASSWORD = re.compile(rb"(?:pass|pw)" + _SHAPE_GAP + _SHAPE_RUN + rb"{6}")  # every name with a password's bar
-_SHAPE = re.compile(_SHAPE_VALUE.pattern + b"|" + _SHAPE_PASSWORD.pattern)  # either, in one match
+_SHAPE_SECRET = re.compile(rb"secret" + _SHAPE_GAP + _SHAPE_RUN + rb"{12}")  # an API secret of letters (values.py)
+_SHAPE = re.compile(b"|".join((_SHAPE_VALUE.pattern, _SHAPE_PASSWORD.pattern, _SHAPE_SECRET.pattern)))  # one match
 # A secret-sounding name inside an object key: the name here, and the JSON string holding it ends with `":`
 # (_string_end, which finds each string's end once: no scan to the end of the string from every keyword in it).
 _SHAPE_KEY_NAME = re.compile(rb"(?:" + SECRET_KEY_NAME.pattern.encode() + rb"|" + _WHOLE_PART_NAMES.encode()
@@ -221,7 +243,8 @@ class Redactor:
                 self._rules_of[lit] = (*self._rules_of.get(lit, ()), index)
         # The keyword rule's words ("token", "secret", "pass") are in most records of some sessions: their gates are
         # grouped apart, so that such a record is not also searched for every other literal of a group.
-        gates = _gates({lit for rule in self._rules for lit in rule.literals} | {_PEM_BEGIN.lower(), *_BASE64_LITERALS})
+        gates = _gates({lit for rule in self._rules for lit in rule.literals}
+                       | {_PEM_BEGIN.lower(), *_BASE64_LITERALS, *_DECODE_LITERALS})
         keyword_rule = next(i for i, rule in enumerate(self._rules) if rule.id == "secret-assignment")
         keyword_only = {lit for lit, rules in self._rules_of.items() if rules == (keyword_rule,)}
         apart = {gate: lits for gate, lits in gates.items() if not keyword_only.isdisjoint(lits)}
@@ -330,6 +353,9 @@ class Redactor:
         if depth < _MAX_DEPTH and not present.isdisjoint(_BASE64_LITERALS):
             text = self._redact_base64_fields(text, findings, depth)
             lowered = lower(text)
+        if depth < _MAX_DEPTH and not present.isdisjoint(_DECODE_LITERALS):
+            text = self._redact_base64_runs(text, findings, depth)
+            lowered = lower(text)
         for index in sorted({index for lit in present for index in self._rules_of.get(lit, ())}):
             rule = self._rules[index]
             pieces: list[str] = []
@@ -341,6 +367,8 @@ class Redactor:
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
+                if rule.id == "secret-assignment" and _CONTINUED_MARK in text:
+                    text = self._redact_continued(text, findings)
                 lowered = lower(text)
         if not present.isdisjoint(_AWS_KEY_IDS):  # last: a provider's key (sk-proj-…) is claimed by its own rule
             text = self._redact_aws_pairs(text, findings)
@@ -397,6 +425,60 @@ class Redactor:
             out.append(text[last : match.start()])
             out.append(marker("aws-secret-key"))
             last = match.end()
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_continued(self, text: str, findings: Findings) -> str:
+        """The rest of a secret split over adjacent string literals, after its first part was redacted: Python's
+        ("abc…"\n "def…"), a concatenation ("abc…" +\n "def…"), a line continued with a backslash; also on a
+        diff's + lines and in text that is JSON. At most eight parts after each marker: linear."""
+        out: list[str] = []
+        last = 0
+        pos = text.find(_CONTINUED_MARK)
+        while pos != -1:
+            quote = _CONTINUED_QUOTE.match(text, pos + len(_CONTINUED_MARK))
+            end = pos + len(_CONTINUED_MARK)
+            shell = _SHELL_QUOTED_PART.match(text, end)
+            if shell is not None:  # 'abc'\''def': a single quote inside a shell's single-quoted value
+                self._found(findings, "secret-assignment", shell.group(1))
+                out.append(text[last : shell.start(1)])
+                out.append(marker("secret-assignment"))
+                last = end = shell.end(1)
+            elif quote is not None:
+                end = quote.end()
+                for _ in range(8):
+                    part = _CONTINUED_PART.match(text, end)
+                    if part is None or part.group(1) != quote.group(0) or is_placeholder(part.group(2)):
+                        break
+                    self._found(findings, "secret-assignment", part.group(2))
+                    out.append(text[last : part.start(2)])
+                    out.append(marker("secret-assignment"))
+                    last = end = part.end(2)
+            pos = text.find(_CONTINUED_MARK, end)
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+    def _redact_base64_runs(self, text: str, findings: Findings, depth: int) -> str:
+        """Base64 runs of a text that decodes base64: each is decoded once, and replaced when the decoded text holds
+        a secret (searched with every rule)."""
+        out: list[str] = []
+        last = 0
+        for match in _BASE64_RUN.finditer(text):
+            value = match.group(1)
+            try:
+                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue  # not base64, or binary
+            if self.redact_text(decoded, Findings(), depth=depth + 1) == decoded:
+                continue
+            self._found(findings, "base64-secret", value)
+            out.append(text[last : match.start(1)])
+            out.append(marker("base64-secret"))
+            last = match.end(1)
         if not out:
             return text
         out.append(text[last:])

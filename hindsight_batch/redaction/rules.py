@@ -74,7 +74,7 @@ def looks_secret(value: str, key: str = "") -> bool:
     if key and not secret_key_name(key) and _JOINED_WORDS.fullmatch(value):
         return False  # {"redis_key": "user:1234:profile"}: a key only by its name's last part, holding a name
     return secret_value(value, password=bool(_PASSWORD_WORD.search(key)), quoted=True,
-                        uuid=_UUID_NAME.search(key) is not None)
+                        uuid=_UUID_NAME.search(key) is not None, secret="secret" in key.lower())
 
 
 # What a key's name says it is for, when the key is a secret: SIGNING_KEY, encryptionKey, MASTER_KEY (not a sort
@@ -251,8 +251,9 @@ _WHOLE_PART = re.compile(_WHOLE_PART_NAMES, re.I)
 # A name that says a UUID-shaped value is a credential (Heroku API keys, npm's legacy tokens), not an id.
 # (also heroku.api.key, and a camelCase API token's name: postmarkApiToken, not an AWS ClientToken)
 _UUID_NAME = re.compile(r"pass|pw|secret|api[_\-.\s]?key|access[_\-.\s]?key|auth|credential|creds?(?:$|[_\-.])"
-                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)",
-                        re.I)
+                        r"|(?:^|[_\-.\s])token|(?-i:(?:Api|API|Server|Access|Account|Service|Admin|Deploy|Bot)Token)"
+                        # (a private key, a licence's or a master key: MongoDB Atlas's private API key is a UUID)
+                        r"|(?:private|licen[cs]e|master|signing|encryption)[_\-\s]?key", re.I)
 # A name ending like these holds something about the secret, not the secret: TOKEN_URL, password_file, maxTokens.
 _NOT_SECRET_SUFFIXES = (
     "url", "uri", "path", "file", "dir", "name", "type", "count", "len", "length", "env", "var", "header",
@@ -292,6 +293,25 @@ def _starts_a_part(text: str, start: int) -> bool:
 
 
 _COPULA = re.compile(r"[ \t](?:is|was|are)[ \t]", re.I)
+# More sentence shapes that give a value after a secret's name (issue 37, second set): "I set RAILWAY_TOKEN to v"
+# (after a verb of setting: _SETTING), "the wifi password at the office is v", "the X_TOKEN I use locally: v".
+# A few short words at most; each shape is bounded. (The record gate's _SHAPE_GAP holds the same.)
+_PROSE_WORD = r"[\w'’\-()]{1,24}+,?"
+# (a copula, also of the languages that write "password" in English: "la password del server è v"; a verb of setting)
+_PROSE_VERB = (r"(?:is|was|are|es|est|ist|jest|este|è|é|är|(?:re)?set[ \t]++to|changed[ \t]++to"
+               r"|updated[ \t]++to|rotated[ \t]++to|(?:should|will|must|would|can)[ \t]++be|is[ \t]++now)")
+# (Each word is taken once, up to the verb or the word before a colon: no backtracking over the words.)
+# (The first words of the verbs, as a trie: each word is checked in a few steps, not one per verb.)
+_PROSE_VERB_START = (r"(?:i(?:st?)|w(?:as|ill|ould)|are|e(?:st?e?|s)|jest|[èé]|är|s(?:et|hould)|reset|c(?:hanged|an)"
+                     r"|updated|rotated|must)")
+_PROSE_WORDS = rf"(?:(?!{_PROSE_VERB_START}[ \t]){_PROSE_WORD}[ \t]++){{0,5}}+"
+_PROSE_GIVEN = rf"|(?:to|as)(?=[ \t])|{_PROSE_WORDS}(?:{_PROSE_VERB}|{_PROSE_WORD}:)(?=[ \t])"
+_SETTING = re.compile(r"(?<![\w-])(?:set|sets|setting|changed?|changing|updated?|updating|rotated?|reset|configured?"
+                      r"|export(?:ed)?|stored?)"
+                      r"\s+(?:[\w-]{1,24}+\s+){0,3}+$", re.I)
+# Words in the gap that make the value an id or a hash the sentence names ("the key of the commit is 3f78…").
+_ID_WORDS = re.compile(r"(?<![\w-])(?:commit|sha|hash|digest|checksum|id|ids|row|record|version|revision|rev)"
+                       r"(?![\w-])", re.I)
 
 
 def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
@@ -339,7 +359,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
     prose = in_prose and not (_ENV_NAME.fullmatch(before + keyword + rest)
                               or _SHELL_SET.search(match.string, max(0, name_start - 16), name_start))
     if not secret_value(value, password=password, quoted=bool(match.group(4)), prose=prose,
-                        uuid=_UUID_NAME.search(before + keyword + rest) is not None):
+                        uuid=_UUID_NAME.search(before + keyword + rest) is not None,
+                        secret=keyword.lower() == "secret"):
         return False
     if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
@@ -369,6 +390,8 @@ def _keyword_value(match: re.Match[str]) -> bool:
                                                       and _CALL_ARGUMENT.search(match.string, max(0, name_start - 12),
                                                                                 name_start)):
         return False  # only a call's name and value: define('AUTH_KEY', 'v'), os.environ.setdefault("X_TOKEN", "v")
+    if in_prose and not _prose_shape_given(match, before):
+        return False
     if in_prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
     if prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
@@ -389,6 +412,23 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 
 
 _SHELL_SET = re.compile(r"(?<![\w\-])set[ \t]++-[A-Za-z]{1,4}+[ \t]++$")  # fish's set -gx name v: any name's case
+
+
+def _prose_shape_given(match: re.Match[str], before: str) -> bool:
+    """The longer sentence shapes (_PROSE_GIVEN) give a value only as they say: "to" after a verb of setting; words
+    before a copula or a colon that name no id or hash."""
+    gap = match.string[match.end(2) : match.start(5)].strip(" \t\"'`\\")
+    if gap.lower() in ("to", "as"):  # "I set X to v", "I exported X as v"
+        head = match.string[max(0, match.start() - len(before) - 64) : match.start() - len(before)]
+        return _SETTING.search(head) is not None
+    if len(gap.split()) < 2:
+        return True
+    if _ID_WORDS.search(gap):
+        return False
+    # an id ("the token passed to the handler is req_8f7a…") unless a variable's name or a giving phrase says more
+    name = before + match.group(1) + match.group(2)
+    return not _IDENTIFIER.fullmatch(match.group(5).strip("\"'`")) or bool(
+        _ENV_NAME.fullmatch(name) or _GIVING.search(match.string, max(0, match.start() - 48), match.start()))
 
 
 def _config_line(match: re.Match[str]) -> bool:
@@ -422,13 +462,17 @@ _AUTH_SCHEMES = r"bearer|basic|token|digest|bot|apikey|sso-key|ssws"
 # A name and its value given as two fields: {"name": "DD_APP_KEY", "value": "v"} (tool calls that set a variable,
 # docker inspect), "- name: DB_PASSWORD\n  value: v" (a Kubernetes container's env).
 # (also CloudFormation's {"ParameterKey": "DbPassword", "ParameterValue": "v"})
-_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[ \t]{0,40}+)?(?:\\{0,8}+[\"'])?(?:parameter)?value"
-                r"(?:\\{0,8}+[\"'])?"
-                r"(?=[ \t]*+[:=]))?")
-_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])|\((?=[^\s\"'`,;:\]}])"
-             r"|\)(?=[^\s\"'`,;:)\]}])"
+_VALUE_FIELD = (r"(?:[ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?"  # (a diff's sign too)
+                r"(?:\\{0,8}+[\"'])?(?:parameter)?value(?:\\{0,8}+[\"'])?(?=[ \t]*+[:=]))?")
+# (A "." or a closing bracket ends the value before a blank, a quote or an escape of JSON text: "is v. It worked",
+# Client(api_key=NAME)\n.)
+_VALUE_END = r"(?![\s\"'`]|\\[nrt\"]|$)"
+_UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&=](?=\S)(?![\w.\-]{1,64}+[=:])"
+             r"|\((?=[^\s\"'`,;:\]}])"
+             r"|\)(?=[^\s\"'`,;:)\]}\\]|\\(?![nrt]))"
              r"|\\(?![nrt\\\"'`]))")
-_UNQUOTED_PROSE = r"(?:[^\s\"',;{}\[\]()<>`=:&\\]|[:&](?![\w.\-]{1,64}+[=:])|[()](?=[^\s\"'`,;:)\]}]))"
+_UNQUOTED_PROSE = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&](?![\w.\-]{1,64}+[=:])"
+                   r"|[()](?=[^\s\"'`,;:)\]}\\]|\\(?![nrt])))")
 # (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
 _VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
@@ -489,6 +533,67 @@ _CLI_COMMANDS = (
     "jarsigner", "lftp ", "smbclient", "htpa",  # (sshpass and htpasswd hold "pass": the keyword rule's word)
     "gh secret", "gh variable", "glab variable", "cargo login", "redis-server", "rabbitmqctl", "identified by",
     "identified with", "send {", "xcrun", "net use",
+)
+
+# More of the family, as the tools' manuals give their password and token options (issue 37, second set): a
+# broker's, a remote desktop's, a database shell's, a cloud CLI's, a publisher's. A value of Oracle's user/password
+# (sqlplus, expdp, rman …) ends at the "@" of its connect identifier, as does a MySQL Shell URI's.
+_ORACLE_PASSWORD = r"""((?:[^\s@/"'|;&<>`\\]){1,128}+)"""
+_CLI_MORE_PASSWORD = "|".join((
+    _cli(r"mosquitto_(?:pub|sub|rr)", r"(?:-P|--pw)[ \t]++" + _CLI_VALUE),
+    _cli(r"(?:x|wl|sdl-)freerdp3?", r"/(?:p|gp|pth):" + _CLI_VALUE),
+    _cli(r"rdesktop|rabbitmqadmin|cqlsh|cypher-shell|oc[ \t]++login|cf[ \t]++login|twine|vsce|ovsx|psexec(?:\.exe)?"
+         r"|paexec|evil-winrm|crackmapexec|netexec|nxc", r"(?:-p|--password)[ \t]++" + _CLI_VALUE),
+    _cli(r"ipmitool", r"-P[ \t]++" + _CLI_VALUE),
+    _cli(r"plink|pscp|psftp", r"-pw[ \t]++" + _CLI_VALUE),
+    _cli(r"cmdkey", r"/pass:" + _CLI_VALUE),
+    _cli(r"schtasks", r"/RP[ \t]++" + _CLI_VALUE),
+    _cli(r"security[ \t]++(?:add-(?:generic|internet)-password|(?:unlock|create)-keychain|set-keychain-password)",
+         r"-[wpP][ \t]++" + _CLI_VALUE),
+    _cli(r"net[ \t]++user", r"[^\s/\\]{1,128}+[ \t]++(?![/*])" + _CLI_VALUE),  # net user NAME PASSWORD /add
+    # mc alias set ALIAS URL ACCESS_KEY SECRET_KEY (and the older mc config host add)
+    _cli(r"mc[ \t]++(?:alias[ \t]++set|config[ \t]++host[ \t]++add)",
+         r"[^\s\-][^\s]{0,127}+[ \t]++[^\s]{1,512}+[ \t]++[^\s]{1,256}+[ \t]++" + _CLI_VALUE),
+    _cli(r"codecov(?:cli)?|doctl|flyctl|fly", r"(?:-t|--token|--access-token)[ \t]++" + _CLI_VALUE),
+    _cli(r"etcdctl", r"--user[ \t=]++[^\s:]{1,128}+:" + _CLI_VALUE),
+    _cli(r"mosquitto_passwd", r"-b[ \t]++[^\s]{1,256}+[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    _cli(r"htpasswd", r"-(?=[a-zA-Z]{0,6}n)(?=[a-zA-Z]{0,6}b)[a-zA-Z]{2,7}+[ \t]++[^\s\-][^\s]{0,127}+[ \t]++"
+         + _CLI_VALUE),  # htpasswd -nb USER PASSWORD (no file: printed)
+    _cli(r"wpa_passphrase", _SHELL_WORD + r"[ \t]++" + _CLI_VALUE),
+    _cli(r"valkey-cli|keydb-cli", r"-a[ \t]++" + _CLI_VALUE),
+    _cli(r"snyk[ \t]++auth|nuget[ \t]++setapikey", _CLI_VALUE),
+    _cli(r"cf[ \t]++auth", r"[^\s\-][^\s]{0,127}+[ \t]++" + _CLI_VALUE),  # cf auth USER PASSWORD
+    _cli(r"poetry[ \t]++config", r"http-basic\.[\w\-]{1,64}+[ \t]++[^\s]{1,128}+[ \t]++" + _CLI_VALUE),
+    # database shells (Sybase and FreeTDS, SAP HANA, DB2), servers' management boards (Dell, HPE), VMware guests,
+    # Samba's other clients, PDFs' passwords, ncftp
+    _cli(r"isql|tsql|sqsh", r"-P[ \t]*+" + _CLI_VALUE),
+    _cli(r"hdbsql|racadm|ilorest|ncftp(?:put|get)?", r"-p[ \t]++" + _CLI_VALUE),
+    _cli(r"vmrun", r"-gp[ \t]++" + _CLI_VALUE),
+    _cli(r"rpcclient|winexe|smbget|smbcacls|smbmap", r"-U[ \t]*+[^\s%]{1,128}+%" + _CLI_VALUE),
+    _cli(r"pdftk", r"(?:user|owner|input)_pw[ \t]++" + _CLI_VALUE),
+    _cli(r"db2", r"connect[ \t]++to[ \t]++[^\s]{1,128}+[ \t]++user[ \t]++[^\s]{1,128}+[ \t]++using[ \t]++"
+         + _CLI_VALUE),
+    _cli(r"nuget|dotnet[ \t]++nuget", r"(?:-ApiKey|-k|--api-key)[ \t]++" + _CLI_VALUE),
+    _cli(r"sonar-scanner|mvn|gradle|gradlew", r"-Dsonar\.(?:login|token|password)=" + _CLI_VALUE),
+    # Oracle's user/password[@connect]: sqlplus, SQL*Loader, Data Pump, RMAN, Data Guard; exp and imp only with the
+    # "@" of a connect identifier or userid= (alone they are common words before a path)
+    _cli(r"sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|tkprof",
+         r"(?:[A-Za-z]{1,16}+=)?\\{0,8}+[\"']?[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\"'\\]|$)"),
+    _cli(r"exp|imp", r"(?:userid=)?[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)"),
+    r"SQL>[ \t]++(?i:conn(?:ect)?)[ \t]++[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\\]|$)",
+    _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
+    r"jdbc:oracle:(?:thin|oci8?):[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)",  # a JDBC URL's user/password@
+))
+_CLI_MORE_COMMANDS = (
+    "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell",
+    "oc login", "cf login", "twine", "vsce", "ovsx", "psexec", "paexec", "evil-winrm", "crackmapexec", "netexec",
+    "nxc ", "ipmitool", "plink", "pscp", "psftp", "cmdkey", "schtasks", "security add-", "security unlock-",
+    "security create-", "security set-", "net user", "mc alias", "mc config", "codecov", "doctl", "fly ", "flyctl",
+    "etcdctl", "htpa", "wpa_passphrase", "valkey-cli", "keydb-cli",
+    "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
+    "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
+    "jdbc:oracle:", "isql", "tsql", "sqsh", "hdbsql", "racadm", "ilorest", "ncftp", "vmrun", "rpcclient", "winexe",
+    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ",
 )
 
 
@@ -617,13 +722,14 @@ _PHRASE_KEY_WORDS = ("clave", "schlüssel", "chiave", "clé", "sleutel", "klucz"
 _PHRASE_LITERALS = (*_PHRASE_PASSWORD_WORDS, *_PHRASE_KEY_WORDS)
 _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist|est|è|é|är|er|jest|je|lautet|sono"
                 r"|são|is|это|это:|to|erneuert:|ist jetzt|est maintenant|es ahora|は|是)[ \t]*+"
-                r"|[ \t]*+是[ \t]*+|[ \t]++)")
+                r"|[ \t]*+是[ \t]*+|[ \t]++[—–][ \t]++|[ \t]++)"
+                r"(?:[«„“‘「『‹][ \t]*+)?")  # (a dash for a copula: "Пароль — v"; the quotes of "« v »", „v“)
 # (A digit, a symbol or two changes to upper case in it (not PostgreSQL, GitHub), and not a number or an address
 # alone: words of the sentence are tried as the value first, and a refused value hides the rest.)
 _PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9]|[^\s!#%^&*@~$]{0,127}+[!#%^&*@~$]"
                  r"|(?-i:\S{0,127}?[a-z][A-Z]\S{0,127}?[a-z][A-Z]))"
                  r"(?![0-9.:/\-]{1,64}+(?:[\s,;)!?]|$))"
-                 r"((?:[^\s.,;:!?。，、）)\"'`\\]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
+                 r"((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
@@ -659,6 +765,36 @@ def _value_ahead(text: str) -> Callable[[int], bool]:
         return found < len(text) and not text[found].isspace()
 
     return possible
+
+
+# More languages' words for a password (issue 37, second set), with the marks of their scripts: Thai, Hindi, Bengali
+# and Tamil write vowels as combining marks (not \w), Thai runs words together ("รหัสผ่านของเซิร์ฟเวอร์คือ v").
+# Each is a stem where the word inflects (Hungarian jelszava, Greek κωδικός/κωδικού, Hebrew סיסמה/סיסמא).
+_PHRASE_MORE_WORDS = ("รหัสผ่าน", "jelszav", "jelszót", "κωδικ", "συνθηματικ", "סיסמ", "парол", "лозинк", "geslo",
+                      "parool", "parole", "slaptažod", "lykilorð", "contrasenya", "contrasinal", "pasahitz", "رمز عبور",
+                      "گذرواژه", "پاس ورڈ", "পাসওয়ার্ড", "கடவுச்சொல்", "nenosiri", "kata laluan", "wagwoord",
+                      "palavra-passe", "palavra passe", "암호", "패스워드", "暗証番号", "პაროლ", "գաղտնաբառ",
+                      "құпия сөз", "şifrə", "нууц үг", "kodeord", "lösen", "kennwort", "hasła", "hasla", "hesla",
+                      "contraseñ", "passwortes", "codice di accesso", "parola d'ordine")
+_PHRASE_LETTER = r"[\w\-'’\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff]"
+_PHRASE_MORE = (
+    r"(?:" + "|".join(re.escape(w) for w in _PHRASE_MORE_WORDS) + ")"
+    rf"(?:{_PHRASE_LETTER}{{0,40}}+(?:[ \t]++{_PHRASE_LETTER}{{1,24}}+){{0,6}}?)?"
+    r"(?:[ \t]*+[:=：][ \t]*+|[ \t]++(?:είναι|הוא|היא|on|este|adalah|ialah|là|ni|er|är|is|ist|je)[ \t]++|[ \t]++)"
+    + _PHRASE_VALUE
+)
+# A value given before the word: "use v as the password for the admin account", "try v as your api key".
+_AS_THE_SECRET = (r"(?<![\w\-])(?:use|using|try|enter|type|set|with)[ \t]++(?:\\{0,8}+[\"'`])?"
+                  r"([^\s\"'`\\]{6,128}+)(?:\\{0,8}+[\"'`])?[ \t]++as[ \t]++(?:(?:the|my|your|our|a|an|its)[ \t]++)?"
+                  r"(?:[\w\-]{1,24}+[ \t]++){0,2}?(password|passphrase|passcode|token|secret|api[ _\-]?key)(?![\w\-])")
+_AS_THE_SECRET_LITERALS = tuple(f" as {article}{word}" for article in ("", "the ", "my ", "your ", "our ", "a ", "an ")
+                                for word in ("password", "passphrase", "passcode", "token", "secret", "api key",
+                                             "api_key", "api-key", "apikey"))
+
+
+def _as_the_secret(match: re.Match[str]) -> bool:
+    value = match.group(1)
+    return secret_value(value, password=match.group(2).lower().startswith("pass"), quoted=False, prose=True)
 
 
 def _phrase_value(match: re.Match[str]) -> bool:
@@ -725,6 +861,29 @@ def named_value_secret(name: str, value: str) -> bool:
 _DASHED_WORDS = re.compile(r"(?:[A-Za-z]{2,24}+|[0-9]{1,8}+)(?:[\-_.](?:[A-Za-z]{2,24}+|[0-9]{1,8}+)){1,12}+")
 
 
+# Between a header's name and its value given as two fields: "name": "Cookie", "value": "…" (a newline, a diff's
+# "+" and indentation may come between; quotes escaped in text that is JSON).
+_PAIR_GAP = (r"\\{0,8}+[\"'][ \t]*+,?[ \t]*+(?:(?:\\[rn]|[\r\n]){1,2}+[+\-]?[ \t]{0,40}+)?"
+             r"\\{0,8}+[\"']value\\{0,8}+[\"'][ \t]*+[:=][ \t]*+\\{0,8}+[\"']")
+
+
+# A cookie's value that is a secret: long, and not a word or a number (theme=dark, consent=1).
+_COOKIE_VALUE = re.compile(r"=([^;\s]{1,4096}+)")
+_COOKIE_SECRET = re.compile(r"(?=[^;]{0,4095}?[0-9])(?=[^;]{0,4095}?[A-Za-z])[^;]{12,4096}")
+
+
+def _basic_credentials(match: re.Match[str]) -> bool:
+    """A Basic credential is the base64 of user:password (RFC 7617), a password that is no placeholder."""
+    value = match.group(1)
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    _user, colon, password = decoded.partition(":")
+    return (bool(colon) and decoded.isprintable() and len(password) >= 4 and not is_placeholder(password)
+            and not password.startswith(("$", "{", "<", "%")))
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "authorization-header",
@@ -754,6 +913,25 @@ RULES: tuple[Rule, ...] = (
     Rule("session-cookie", ("name",), _c(_COOKIE_OBJECT), 2,
          lambda match: named_value_secret(match.group(1), match.group(2)),
          prefilter=("cookie", "sessid", "sessionid")),  # (not "sess": "session" is in most records of some sessions)
+    # A header given as a name and a value (a HAR capture's headers, a Postman collection, a probe's httpHeaders),
+    # also in a diff (+ lines) and in text that is JSON: the Authorization's credential, the Cookie's values.
+    Rule("authorization-header", ("authorization",),
+         _c(r"(?:proxy-)?authorization" + _PAIR_GAP + rf"(?:(?:{_AUTH_SCHEMES}|[A-Za-z][\w\-]{{1,24}}+)[ \t]++)?"
+            r"([^\s\"'`,;\\]{6,4096}+)", re.I), 1, _credential),
+    Rule("cookie", ("cookie",),
+         _c(r"(?:set-)?cookie" + _PAIR_GAP
+            + r"(?=[^\s=;,\"'\\]{1,256}+=)((?:[^\r\n'\"\\]|\\(?![nrt\"'\\])){1,4096}+)", re.I),
+         1, lambda match: any(_COOKIE_SECRET.fullmatch(value) for value in _COOKIE_VALUE.findall(match.group(1)))),
+    # HTTP Basic credentials wherever they stand (nginx's proxy_set_header, an access log's auth="Basic …"): the
+    # base64 of user:password, decoded to tell it from a word ("Basic usage").
+    # HTTP Basic or Digest credentials given to a client in code: requests' auth=("user", "v"), HTTPBasicAuth("user",
+    # "v"), aiohttp's BasicAuth("user", "v"): the second literal is the password (not a name: auth=(user, pw)).
+    Rule("authorization-header", ("auth=(", "auth = (", "basicauth(", "digestauth("),
+         _c(r"(?:auth[ \t]*+=[ \t]*+\(|(?:Basic|Digest)Auth\()[ \t]*+\\{0,8}+[\"'][^\"'\\\r\n]{0,128}+\\{0,8}+[\"']"
+            r"[ \t]*+,[ \t]*+\\{0,8}+[\"']([^\"'\\\r\n]{4,256}+)\\{0,8}+[\"']", re.I),
+         1, lambda match: _given_password(match.group(1))),
+    Rule("authorization-header", ("basic",),
+         _c(rf"{_NB}basic[ \t]++([A-Za-z0-9+/]{{8,2048}}+={{0,2}}+)(?![A-Za-z0-9+/=])", re.I), 1, _basic_credentials),
     Rule(
         "aws-access-key",
         ("akia", "asia", "abia", "acca"),
@@ -891,7 +1069,7 @@ RULES: tuple[Rule, ...] = (
             rf"|dt0c01\.[A-Za-z0-9]{{24}}\.[A-Za-z0-9]{{64}}|rubygems_[a-f0-9]{{48}}|xkeysib-[a-f0-9]{{64}}-[A-Za-z0-9]{{16}}"
             rf"|ops_eyJ[A-Za-z0-9+/]{{250,4000}}+={{0,3}}+"
             rf"|ABSK[A-Za-z0-9+/]{{109,269}}+={{0,2}}+|bedrock-api-key-[A-Za-z0-9+/]{{40,4096}}+={{0,2}}+"
-            rf"|AKCp[A-Za-z0-9]{{69}}|sk\.eyJ[A-Za-z0-9_\-.]{{60,240}}+|bkua_[a-z0-9]{{40}}"
+            rf"|AKCp[A-Za-z0-9]{{69}}|sk\.eyJ(?:[A-Za-z0-9_\-]|\.(?=[A-Za-z0-9_\-])){{60,240}}+|bkua_[a-z0-9]{{40}}"
             rf"|sb_secret_[A-Za-z0-9_\-]{{20,80}}+"
             # EasyPost, New Relic's user keys, Dropbox's short-lived tokens, Square's and Facebook's access tokens,
             # Braintree's, Honeycomb's ingest keys, Artifactory's reference tokens, SonarQube's, Flutterwave's
@@ -902,7 +1080,7 @@ RULES: tuple[Rule, ...] = (
             # LaunchDarkly's SDK and mobile keys, Bitbucket's app passwords, Cloudflare's Origin CA keys, OpenShift's
             # OAuth tokens, Yandex's API keys, Infracost's, Frame.io's, Defined Networking's, Scalingo's
             rf"|(?:sdk|mob)-[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}"
-            rf"|ATBB[A-Za-z0-9_=.\-]{{28,100}}+|v1\.0-[a-f0-9]{{24}}-[a-f0-9]{{146}}|sha256~[A-Za-z0-9_\-]{{43}}"
+            rf"|ATBB[A-Za-z0-9_=\-]{{28,100}}+|v1\.0-[a-f0-9]{{24}}-[a-f0-9]{{146}}|sha256~[A-Za-z0-9_\-]{{43}}"
             rf"|AQVN[A-Za-z0-9_\-]{{35,38}}|ico-[A-Za-z0-9]{{32}}|fio-u-[A-Za-z0-9_=\-]{{64}}"
             rf"|dnkey-[A-Za-z0-9_=\-]{{26}}-[A-Za-z0-9_=\-]{{52}}|tk-us-[A-Za-z0-9_\-]{{48}}"
             rf"|1//0[A-Za-z0-9_\-]{{40,512}}+){_NA}"  # (a Google OAuth refresh token)
@@ -923,6 +1101,7 @@ RULES: tuple[Rule, ...] = (
     # A password given to a command on its command line: the command, up to sixteen of its words, then the flag that
     # takes the password (mysql -pVALUE, sshpass -p VALUE, docker login -p VALUE, curl -u user:VALUE …).
     Rule("cli-password", _CLI_COMMANDS, _c(_CLI_PASSWORD), -1, _cli_password),
+    Rule("cli-password", _CLI_MORE_COMMANDS, _c(_CLI_MORE_PASSWORD), -1, _cli_password),
     # A password given on standard input: echo VALUE | docker login --password-stdin, … | sudo -S, … <<< VALUE.
     Rule("stdin-password", (), _c(_STDIN_PASSWORD), -1, _stdin_password, prefilter=_STDIN_LITERALS),
     # Laravel's APP_KEY (and APP_PREVIOUS_KEYS), under a name that says nothing of a secret: base64: and 22 to 88
@@ -939,6 +1118,9 @@ RULES: tuple[Rule, ...] = (
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
     # ijkl mnop"), and "my X key: v" / "new one is v". (The English words are the keyword rule's.)
     Rule("secret-phrase", _PHRASE_ANCHORS, _c(_PHRASE, re.I), -1, _phrase_value, possible=_value_ahead),
+    Rule("secret-phrase", _PHRASE_MORE_WORDS, _c(_PHRASE_MORE, re.I), 1,
+         lambda match: secret_value(match.group(1), password=True, quoted=False, prose=True)),
+    Rule("secret-phrase", (), _c(_AS_THE_SECRET, re.I), 1, _as_the_secret, prefilter=_AS_THE_SECRET_LITERALS),
     # An expect script answering a password prompt: expect "password:" then send "VALUE\r" on the same or the next
     # line (as a file, numbered, in grep -rn output, in JSON text). Tried in texts that spawn a program.
     Rule("expect-send", ("expect",),
@@ -1023,13 +1205,16 @@ RULES: tuple[Rule, ...] = (
             # (operators: a markdown table's cell after a `name`, a call's next argument after a quoted name, a
             # box-drawn table's cell (railway variables); a pydantic SecretStr('v') as a settings object prints it)
             # (and a default after a reference: process.env.TWILIO_AUTH_TOKEN || "v", settings.API_KEY ?? "v")
-            + r"\]?(?:[ \t]*+(:=|=>|[:=│]|\|\||\?\?|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
+            + r"\]?(?:[ \t]*+(:=|=>|[:=│→]|(?<=[ \t])->|\|\||\?\?|(?:(?<=`)|(?<=` ))\||(?<=[\"'])[ \t]*+,)[ \t]*+"
             r"|[ \t]++(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64}+ is"
-            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:)[ \t]++)?)"
+            r"|changed to|is now|del [a-z\-]{1,20}+ è|for [a-z\-]{1,20}+:" + _PROSE_GIVEN + r")[ \t]++)?"
+            # ("the root password, in case you need it, is v")
+            rf"|,[ \t]++{_PROSE_WORDS}{_PROSE_VERB}[ \t]++)"
             # (not grep -n's line number after a file named for a secret: secrets.toml:6:resend_api_key = "v"; not a
             # reference, whose variable's own name and default are tried next: process.env.TWILIO_AUTH_TOKEN || "v")
             r"(?![0-9]{1,7}+:|process\.env\.|import\.meta\.env\.|os\.environ|os\.getenv)"
-            r"(?:Secret(?:Str|Bytes)\()?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
+            # (a string split over lines in brackets: api_key=("abc…"\n "def…"), see redactor._redact_continued)
+            r"(?:Secret(?:Str|Bytes)\(|\((?=\\{0,8}+[\"']))?(?:\\{0,8}+([\"'`])|)(?:b\"|r\")?" + _VALUE,
             re.I,
         ),
         5,

@@ -56,6 +56,7 @@ _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]{0,40}+(?:_[A-Z0-9]{1,40}+){1,10}+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _NUMBER = re.compile(r"[-+]?[0-9][0-9_,.:]{0,40}+[a-zA-Z%]{0,3}")
 _VERSIONISH = re.compile(r"v?[0-9]+(?:\.[0-9]+){1,4}+(?:[-+][\w.]{0,30}+)?")
+_WORD_SEPARATORS = re.compile(r"[_\-.]")
 _WORDS = re.compile(r"[A-Za-z]{1,40}+(?:[_\-.][A-Za-z]{1,40}+){1,12}+")  # max_completion_tokens, my-app.prod
 # An algorithm's name, alone or as a setting spells it (argon2_v19_default, pbkdf2_sha256, bcrypt-sha256, HS256): what
 # a PASSWORD_HASHERS or a JWT_ALG setting holds, not a secret.
@@ -107,7 +108,7 @@ def is_code_or_reference(value: str) -> bool:
         return True
     if _CALL_AT.search(value) or "://" in value:
         return True  # getToken(), os.getenv("X"): a call (not ")nk&x%2(v9": a chosen value's brackets)
-    if _ENV_NAME.fullmatch(value) or _WORDY_NAME.fullmatch(value):
+    if _ENV_NAME.fullmatch(value) or (_WORDY_NAME.fullmatch(value) and not _random_name_pieces(value)):
         return True
     # A chain with a member access is code even when a part holds a digit (``item.v2``, ``a?.b1``).
     return bool(CODE.fullmatch(value)) and any(op in value for op in ("?.", "!.", "::", "->", "."))
@@ -115,9 +116,13 @@ def is_code_or_reference(value: str) -> bool:
 
 def is_known_non_secret(value: str) -> bool:
     """UUIDs, numbers and versions, paths: values a secret-sounding key often holds without being a secret."""
-    if (_UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value) or _WORDS.fullmatch(value)
+    if (_UUID.fullmatch(value) or _NUMBER.fullmatch(value) or _VERSIONISH.fullmatch(value)
             or _ALGORITHM.fullmatch(value)):
         return True
+    if _WORDS.fullmatch(value):
+        # words as names are spelled (max_completion_tokens, X-Api-Key), not random letters ("IfUNmyCJuX-eYkHVX…",
+        # a base64url token that happens to hold no digit)
+        return all(_CAMEL_WORDS.fullmatch(part) for part in _WORD_SEPARATORS.split(value))
     if "/" in value:
         segments = value.strip("/").split("/")
         if value.startswith(("/", "./", "../", "~/")):
@@ -126,6 +131,26 @@ def is_known_non_secret(value: str) -> bool:
         if all(_PATH_SEGMENT.fullmatch(s) for s in segments):
             return True  # words between slashes: a path or a route, not base64
     return False
+
+
+def _random_name_pieces(value: str) -> bool:
+    """A run of sixteen letters or more cut, as a name is read, into pieces of which several are one capital and one
+    small letter that spell no short word ("RnrAJkNoxnWcOZECJuhSDd": Jk, Wc, Dd; a token with no digit). A name's
+    pieces are words (myTokenValueForTheAPIClient) and short ones are words too (Id, Db, By, Js)."""
+    for part in _WORD_SEPARATORS.split(value):
+        if len(part) >= 16 and part.isalpha() and not _CAMEL_WORDS.fullmatch(part):
+            pairs = [piece for piece in _NAME_PIECES.findall(part) if len(piece) == 2 and piece not in _SHORT_WORDS]
+            if len(pairs) >= max(2, len(part) // 8):
+                return True
+    return False
+
+
+_NAME_PIECES = re.compile(r"[A-Z][a-z]++|[A-Z]++(?![a-z])|[a-z]++")
+_SHORT_WORDS = frozenset({
+    "Id", "Db", "By", "To", "Of", "In", "On", "At", "Is", "Ui", "Js", "Io", "Os", "Ok", "No", "Up", "Do", "Go", "If",
+    "Or", "As", "An", "Be", "Me", "My", "We", "Us", "It", "Tx", "Rx", "Ip", "Vm", "Ms", "Ns", "Px", "Em", "Pk", "Fk",
+    "Qa", "Ts", "Py", "Rs", "Md", "Ai", "Ml", "Hr", "Pr", "Ci", "Cd", "Vs", "Ex", "Re", "De", "Un", "Et", "Al",
+})
 
 
 def _random_segment(segment: str) -> bool:
@@ -157,14 +182,16 @@ def character_classes(value: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)  # hostile input repeats one value a million times
-def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False, uuid: bool = False) -> bool:
+def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = False, uuid: bool = False,
+                 secret: bool = False) -> bool:
     """Whether ``value``, found after a secret-sounding word, is a secret.
 
     ``password``: the word was password/passwd/pwd/passphrase (people choose those: a lower bar); ``quoted``: the
     value was a string literal (so it cannot be a bare identifier of code); ``prose``: the value followed the word
     without an assignment or a colon ("the token abc…"), where ordinary words follow too (a higher bar); ``uuid``:
     the name says a credential (an API key, a password, an auth token), so a UUID there is one (Heroku API keys,
-    npm's legacy tokens) rather than an id."""
+    npm's legacy tokens) rather than an id; ``secret``: the name says an API secret (Vonage's are sixteen letters and
+    digits, sometimes letters only), so letters at random count as they do for a password."""
     value = value.strip("\"'`").rstrip("=")  # base64 padding says nothing
     if len(value) < (6 if password else 8):
         return False
@@ -192,7 +219,8 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         return False
     if is_self_describing(value):
         return False
-    if (password and not prose and len(value) >= 10 and value.isascii() and value.isalpha()
+    if ((password or (secret and len(value) >= 12)) and not prose and len(value) >= 10 and value.isascii()
+            and value.isalpha()
             and not _CAMEL_WORDS.fullmatch(value) and shannon_entropy(value) >= 3.0):
         return not is_placeholder(value)  # "zTaNyvRsmkPhLRo": letters at random, not a name of code
     chosen = len(value) >= 10 and character_classes(value) >= 4 and shannon_entropy(value) >= 3.0
@@ -204,8 +232,9 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
              and not any(_random_segment(part) for part in value.split(".")))
     if chain and password and any(c.isdigit() for c in value.rsplit(".", 1)[-1]):
         chain = False  # "Rocket.Maple6209": a chosen password; a member is rarely named with digits
-    if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)):
-        return False
+    if chain or (not quoted and not ("." in value and not chain) and is_code_or_reference(value)
+                 and not (password and chosen and value.startswith(("#", "!", "@", "*")))):
+        return False  # (a password of every kind of character may begin with a symbol: "#FhMwzpsA64WY8MK#K6T")
     if _ENV_NAME.fullmatch(value) or _CALL.match(value) or _CALL_AT.match(value):
         return False  # "KIMCHI_API_KEY": a name even inside quotes; Math.floor(0.8: a call
     entropy = shannon_entropy(value)
