@@ -202,3 +202,32 @@ def test_file_selection_says_what_is_done_with_each_file(tmp_path: Path, strateg
     assert [json.loads(line)["session_id"] for line in reused.manifest_lines] == ["seam-1"]
     assert [json.loads(line)["document_id"] for line in reused.manifest_lines] == [
         row["document_id"] for row in first.rows() if row["session_id"] == "seam-1"]
+
+
+class FailingOn(KeptManifest):
+    """A :class:`ManifestSink` that fails (not a HindsightBatchError) on the rows of one session."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        if any(json.loads(line)["session_id"] == self.session_id for line in lines):
+            raise OSError(28, "No space left on device")
+        super().write_lines(lines)
+
+
+def test_a_manifest_sink_failing_on_a_reused_source_fails_that_file_only(
+        tmp_path: Path, strategy: EverythingToTheProject) -> None:
+    """A reused source's rows are sunk inside the file's failure guard: the sink's error is that file's failure,
+    and the other files' rows still reach the manifest."""
+    files = _sessions(tmp_path / "sessions")
+    with open_ledger(tmp_path / "state") as ledger:
+        Importer(_resolver(tmp_path), ledger, PipelineOptions(), files, manifest=KeptManifest()).run()
+    failing = FailingOn("seam-1")
+    with open_ledger(tmp_path / "state") as ledger:
+        summary = Importer(_resolver(tmp_path), ledger, PipelineOptions(), files, manifest=failing).run()
+
+    assert [failed["file"] for failed in summary.failed_files] == [str(files[1])]
+    assert {row["session_id"] for row in failing.rows()} == {"seam-0", "seam-2"}
+    assert failing.closed == [True]

@@ -281,16 +281,16 @@ class Importer:
 
     def _prepare(self, path: Path, hash_here: bool = True) -> SessionJob | None:
         """What is left to plan of ``path``, or None: a skipped file's manifest row or a reused source's rows are
-        sunk here. Anything that fails on this file while it is selected (it cannot be read, even at the header
-        peek; a catch-up verdict that cannot be read) is this file's failure."""
+        sunk here. Anything that fails on this file while it is selected or sunk (it cannot be read, even at the
+        header peek or when a reused source is hashed; a catch-up verdict that cannot be read; a manifest sink's
+        error) is this file's failure."""
         try:
-            verdict = self.selection.select(path, hash_here)
+            return self._sink_unplanned(self.selection.select(path, hash_here))
         except HindsightBatchError:
             raise  # a configuration error stops the run (exit 3, naming the file and key), as S8 wants
         except Exception as exc:
             self.accounting.file_failed(path, exc)
             return None
-        return self._sink_unplanned(verdict)
 
     def _sink_unplanned(self, verdict: Verdict) -> SessionJob | None:
         """A reused source's rows to the manifest, the summary and the ledger's batch; a skipped file's row (a
@@ -300,7 +300,8 @@ class Importer:
         if isinstance(verdict, Reuse):  # the ledger keeps the rows under the run that read the file
             self.manifest.write_lines(verdict.manifest_lines)
             self.accounting.tallies(verdict.tallies)
-            self.batch.add_reused(verdict.header, verdict.reviewable)
+            self.batch.add_reused(verdict.header, None)
+            self.batch.add_reused(None, verdict.reviewable())  # may read the file: its failure, after its rows
         elif verdict.manifest_lines:
             self.manifest.write_lines(list(verdict.manifest_lines))
         return None
