@@ -145,6 +145,12 @@ class ImportResult:
         want of a bank (``import`` exits 1 otherwise)."""
         return not (self.failed_files or self.upload_failed or self.refused or self.without_bank)
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole ``import --json`` document (:meth:`to_dict`): kept for compatibility with programs written
+        before the typed :attr:`summary`, which is the form to use."""
+        return self.to_dict()
+
     def to_dict(self) -> dict[str, Any]:
         """The ``import --json`` document."""
         data = self.summary.to_dict()
