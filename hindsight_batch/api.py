@@ -65,7 +65,7 @@ class ImportOptions:
     catch_up: bool = False
     respect_switches: bool | None = None  # the live extension's switches; None: on with catch_up, else reported only
     max_seconds: float | None = None
-    jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (parallelism.py)
+    jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (importing/parallelism.py)
     progress: bool = False  # a progress bar on stderr
     from_run: str | None = None  # with apply: send exactly what this dry run planned (checked first), nothing else
     extension: str | None = None  # whose bank rule applies: hindsight-pi (hpi), pi-hindsight or none (--extension)
