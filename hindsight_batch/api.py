@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hindsight_batch.errors import UsageError
+from hindsight_batch.session import discovery
 from hindsight_batch.session.discovery import find_session_files
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from hindsight_batch.commands.verify import StaleDocument, VerifyReport
     from hindsight_batch.config.model import Settings
     from hindsight_batch.importing.accounting import ImportSummary
+    from hindsight_batch.interfaces import SessionSource
     from hindsight_batch.ledger import Ledger
     from hindsight_batch.prune import PruneResult
     from hindsight_batch.queue.flush import FlushReport
@@ -162,9 +164,11 @@ class ImportResult:
         return data
 
 
-def run_import(options: ImportOptions) -> ImportResult:
+def run_import(options: ImportOptions, *, sessions: SessionSource = discovery) -> ImportResult:
     """Plan retain items from Pi session files, write the manifest and the ledger, and with ``apply`` upload
-    them. Raises :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
+    them. ``sessions``: where the session files named by ``options.paths`` are found (default: the files and
+    folders themselves, :mod:`hindsight_batch.session.discovery`). Raises
+    :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importing.importer import Importer, PipelineOptions
     from hindsight_batch.importing.live import LiveCheck, unreachable
@@ -187,7 +191,7 @@ def run_import(options: ImportOptions) -> ImportResult:
     settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     # A source is a file, not a spelling (S4); --from-run without paths: the run's own sources.
     reviewing = options.from_run is not None
-    files = find_session_files(list(options.paths), resolve=True) if options.paths or not reviewing else []
+    files = sessions.find_session_files(list(options.paths), resolve=True) if options.paths or not reviewing else []
     apply = options.apply
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(options.live_retained, lambda: client_for(settings) if apply

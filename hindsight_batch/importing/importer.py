@@ -6,7 +6,8 @@ file (skip, reuse an unchanged source's rows, or plan it); planning runs here or
 :mod:`hindsight_batch.interfaces`: the manifest (:class:`ManifestSink`), the ledger in batches
 (:class:`~hindsight_batch.importing.ledger_batch.LedgerBatch` over a :class:`LedgerSink`) and, with ``--apply``,
 the upload (:class:`~hindsight_batch.importing.sending.Sending` to a :class:`DocumentSink`); the summary is
-:mod:`hindsight_batch.importing.accounting`'s.
+:mod:`hindsight_batch.importing.accounting`'s. The ledger is a :class:`RunLedger`: the run's record and what
+earlier runs left are read and written through it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hindsight_batch.importing.progress import Moved, ProgressBar, file_size, pr
 from hindsight_batch.importing.selection import FileSelection, Plan, Reuse, SessionJob, Verdict, header_text
 from hindsight_batch.importing.sending import Applied, Sending, planned_status
 from hindsight_batch.importing.shaping import settings_hash
-from hindsight_batch.ledger import Ledger, ReviewedSource, manifest_table
+from hindsight_batch.ledger import ReviewedSource, manifest_table
 from hindsight_batch.plan.rows import SourceRecord
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_line
@@ -43,7 +44,7 @@ from hindsight_batch.sinks.manifest import ManifestWriter, encode_line
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
 if TYPE_CHECKING:
     from hindsight_batch.importing.workers import PlanOutcome, PlanTask
-    from hindsight_batch.interfaces import DocumentSink, ManifestSink
+    from hindsight_batch.interfaces import DocumentSink, ManifestSink, RunLedger
     from hindsight_batch.plan.planning import SessionPlan
     from hindsight_batch.plan.rows import ManifestRow
     from hindsight_batch.redaction.redactor import Redactor
@@ -81,7 +82,7 @@ class Importer:
     def __init__(
         self,
         resolver: ConfigResolver,
-        ledger: Ledger,
+        ledger: RunLedger,
         options: PipelineOptions,
         files: list[Path],
         uploader_factory: Callable[[str], DocumentSink] | None = None,

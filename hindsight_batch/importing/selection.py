@@ -33,7 +33,7 @@ from hindsight_batch.sinks.manifest import encode_line, encode_lines
 if TYPE_CHECKING:
     from hindsight_batch.config import ResolvedConfig
     from hindsight_batch.importing.options import PipelineOptions
-    from hindsight_batch.ledger import Ledger
+    from hindsight_batch.interfaces import RunLedger
     from hindsight_batch.plan.banks import BankChoice
     from hindsight_batch.plan.rows import LiveNote
     from hindsight_batch.session.model import SessionHeader
@@ -153,7 +153,7 @@ else:  # loaded on first use: an import with nothing to read (an empty folder, a
 class FileSelection:
     """Decides, file by file, what an import does with each session file (:meth:`select`)."""
 
-    def __init__(self, resolver: ConfigResolver, ledger: Ledger, options: PipelineOptions, summary: ImportSummary,
+    def __init__(self, resolver: ConfigResolver, ledger: RunLedger, options: PipelineOptions, summary: ImportSummary,
                  accounting: Accounting, files: list[Path], applied: Applied) -> None:
         """``applied``: what earlier runs sent (filled in when the run starts; reused rows' statuses come from it)."""
         self.resolver = resolver
