@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hindsight_batch.errors import UsageError
-from hindsight_batch.session import discovery
 from hindsight_batch.session.discovery import find_session_files
 
 if TYPE_CHECKING:
@@ -164,7 +163,7 @@ class ImportResult:
         return data
 
 
-def run_import(options: ImportOptions, *, sessions: SessionSource = discovery) -> ImportResult:
+def run_import(options: ImportOptions, *, sessions: SessionSource | None = None) -> ImportResult:
     """Plan retain items from Pi session files, write the manifest and the ledger, and with ``apply`` upload
     them. ``sessions``: where the session files named by ``options.paths`` are found (default: the files and
     folders themselves, :mod:`hindsight_batch.session.discovery`). Raises
@@ -191,7 +190,8 @@ def run_import(options: ImportOptions, *, sessions: SessionSource = discovery) -
     settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     # A source is a file, not a spelling (S4); --from-run without paths: the run's own sources.
     reviewing = options.from_run is not None
-    files = sessions.find_session_files(list(options.paths), resolve=True) if options.paths or not reviewing else []
+    find = sessions.find_session_files if sessions is not None else find_session_files
+    files = find(list(options.paths), resolve=True) if options.paths or not reviewing else []
     apply = options.apply
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(options.live_retained, lambda: client_for(settings) if apply
