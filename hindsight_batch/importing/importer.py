@@ -301,8 +301,8 @@ class Importer:
         if isinstance(verdict, Reuse):  # the ledger keeps the rows under the run that read the file
             self.manifest.write_lines(verdict.manifest_lines)
             self.accounting.tallies(verdict.tallies)
-            self.batch.add_reused(verdict.header, None)
-            self.batch.add_reused(None, verdict.reviewable())  # may read the file: its failure, after its rows
+            self.batch.add_reused(verdict.header, None)  # kept even when hashing the file (below) fails
+            self.batch.add_reused(None, verdict.reviewable())  # may read the file: its failure comes after its rows
         elif verdict.manifest_lines:
             self.manifest.write_lines(list(verdict.manifest_lines))
         return None
