@@ -5,8 +5,9 @@ The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer
 * :func:`load_settings` - the :class:`Settings` a session in a folder gets (config files, the extension's,
   environment).
 * :func:`run_import` with :class:`ImportOptions` - plan (dry run) or upload (``apply=True``) session files;
-  returns an :class:`ImportResult` (the run's typed ``summary``, the manifest path, the :class:`StaleDocuments`
-  with ``delete_stale=True``; ``to_dict()`` is the whole ``import --json`` document).
+  returns an :class:`ImportResult` (the run's typed ``summary``, an :class:`ImportSummary`; the manifest path; the
+  :class:`StaleDocuments` with ``delete_stale=True``; ``to_dict()`` is the whole ``import --json`` document, also
+  ``data`` for programs written before ``summary``).
 * :func:`flush_queues` - drain the live extension's retain queues; one :class:`FlushReport` per queue file.
 * :func:`prune_file`, :func:`prune_paths` - remove persisted recall messages from session files (a preview unless
   ``confirm=True``; one :class:`PruneResult` each); :func:`restore` puts a backup back (:class:`PruneRefused` when
@@ -23,7 +24,8 @@ The package is a library first; :mod:`hindsight_batch.cli` is a thin click layer
 * :func:`build` names the build that runs (``"mypyc"`` or ``"pure"``); :func:`build_notice` says why an install
   runs pure although it tried to compile (no C compiler, say), and is None otherwise.
 
-(``verify`` and ``forget`` are also module names in this package, so their functions carry longer names.)
+(``verify`` and ``forget`` are also command modules, ``hindsight_batch.commands.verify`` and ``.forget``, so
+their functions carry longer names.)
 Importing this package is cheap: the names above are loaded on first use, so neither the pipeline nor httpx,
 tqdm or duckdb is imported until a function that needs it runs.
 
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from hindsight_batch.commands.verify import VerifyReport
     from hindsight_batch.config import Settings
     from hindsight_batch.errors import BusyError, ConfigError, HindsightBatchError, ServerError, UsageError
+    from hindsight_batch.importing.accounting import ImportSummary
     from hindsight_batch.prune import PruneRefused, PruneResult, prune_file, restore
     from hindsight_batch.queue.flush import FlushReport
     from hindsight_batch.routing.models import MemoryRouteDecision
@@ -76,6 +79,7 @@ _LAZY = {
     **dict.fromkeys(("BusyError", "ConfigError", "HindsightBatchError", "ServerError", "UsageError"),
                     "hindsight_batch.errors"),
     "ForgetReport": "hindsight_batch.commands.forget",
+    "ImportSummary": "hindsight_batch.importing.accounting",
     **dict.fromkeys(("PruneRefused", "PruneResult", "prune_file", "restore"), "hindsight_batch.prune"),
     "FlushReport": "hindsight_batch.queue.flush",
     "MemoryRouteDecision": "hindsight_batch.routing.models",
@@ -91,6 +95,7 @@ __all__ = [
     "HindsightBatchError",
     "ImportOptions",
     "ImportResult",
+    "ImportSummary",
     "MemoryRouteDecision",
     "PruneRefused",
     "PruneResult",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from hindsight_batch.commands.verify import StaleDocument, VerifyReport
     from hindsight_batch.config.model import Settings
     from hindsight_batch.importing.accounting import ImportSummary
+    from hindsight_batch.interfaces import SessionSource
     from hindsight_batch.ledger import Ledger
     from hindsight_batch.prune import PruneResult
     from hindsight_batch.queue.flush import FlushReport
@@ -65,7 +66,7 @@ class ImportOptions:
     catch_up: bool = False
     respect_switches: bool | None = None  # the live extension's switches; None: on with catch_up, else reported only
     max_seconds: float | None = None
-    jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (parallelism.py)
+    jobs: int | Literal["auto"] = 1  # "auto": by the files' total size and the usable CPUs (importing/parallelism.py)
     progress: bool = False  # a progress bar on stderr
     from_run: str | None = None  # with apply: send exactly what this dry run planned (checked first), nothing else
     extension: str | None = None  # whose bank rule applies: hindsight-pi (hpi), pi-hindsight or none (--extension)
@@ -145,6 +146,12 @@ class ImportResult:
         want of a bank (``import`` exits 1 otherwise)."""
         return not (self.failed_files or self.upload_failed or self.refused or self.without_bank)
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The whole ``import --json`` document (:meth:`to_dict`): kept for compatibility with programs written
+        before the typed :attr:`summary`, which is the form to use."""
+        return self.to_dict()
+
     def to_dict(self) -> dict[str, Any]:
         """The ``import --json`` document."""
         data = self.summary.to_dict()
@@ -156,9 +163,11 @@ class ImportResult:
         return data
 
 
-def run_import(options: ImportOptions) -> ImportResult:
+def run_import(options: ImportOptions, *, sessions: SessionSource | None = None) -> ImportResult:
     """Plan retain items from Pi session files, write the manifest and the ledger, and with ``apply`` upload
-    them. Raises :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
+    them. ``sessions``: where the session files named by ``options.paths`` are found (default: the files and
+    folders themselves, :mod:`hindsight_batch.session.discovery`). Raises
+    :class:`~hindsight_batch.errors.HindsightBatchError` subclasses (usage, configuration, server)."""
     from hindsight_batch.config import ConfigResolver
     from hindsight_batch.importing.importer import Importer, PipelineOptions
     from hindsight_batch.importing.live import LiveCheck, unreachable
@@ -181,7 +190,8 @@ def run_import(options: ImportOptions) -> ImportResult:
     settings = resolver.for_cwd(None).settings  # a broken global config fails here, before any work
     # A source is a file, not a spelling (S4); --from-run without paths: the run's own sources.
     reviewing = options.from_run is not None
-    files = find_session_files(list(options.paths), resolve=True) if options.paths or not reviewing else []
+    find = sessions.find_session_files if sessions is not None else find_session_files
+    files = find(list(options.paths), resolve=True) if options.paths or not reviewing else []
     apply = options.apply
     # The live-retained check asks the server read-only questions, also in a dry run (3 s, one attempt there).
     live = LiveCheck(options.live_retained, lambda: client_for(settings) if apply

@@ -1,25 +1,13 @@
 """The pipeline's seams, as small protocols: what each stage asks of the one before or after it.
 
-The pipeline in order (a session file's way through ``import``; ``flush`` starts from the retain queues):
+The pipeline's stages and their order are declared once, in ``scripts/module_graph.py``'s ``STAGES`` (the
+README's developer notes describe the folders): a session file goes from a :class:`SessionSource` through the
+reader (an :class:`EntryVisitor`), retention, redaction, chunking, a :class:`RoutingStrategy` and planning, to the
+sinks: :class:`ManifestSink`, :class:`LedgerSink` (what an import writes; :class:`RunLedger`, what it also asks)
+and, with ``--apply``, :class:`DocumentSink`; ``flush`` starts from a :class:`QueueSource`.
 
-* sources: ``session/discovery.py`` (session files), ``queue/store.py`` (the extensions' retain queues);
-* read: ``session/jsonl.py`` (lines), ``session/reader.py`` (entries, to an :class:`EntryVisitor`),
-  ``session/migrate.py``, ``session/tree.py`` (branches, the context view);
-* retain: ``retention/projection.py`` and ``retention/memory_filter.py`` (what a record keeps, S1),
-  ``retention/records.py`` (the visitor: projects, then hands records to redaction in batches);
-* redact: ``redaction/`` (S3);
-* chunk: ``plan/chunking.py``;
-* route: ``routing/`` (a :class:`RoutingStrategy`, the decision and its ``skip_reason``);
-* plan: ``plan/planning.py``, ``plan/items.py`` (retain items), ``plan/rows.py`` (the typed ``ManifestRow``);
-* sinks: ``sinks/manifest.py`` (:class:`ManifestSink`), ``ledger/`` (:class:`LedgerSink`), ``sinks/upload.py``
-  with ``sinks/hindsight.py`` (:class:`DocumentSink`);
-* wiring: ``importing/importer.py``: ``importing/selection.py`` (each file skipped, reused or planned),
-  planning here or in ``importing/workers.py``, then the sinks (``importing/ledger_batch.py``,
-  ``importing/sending.py``) and the summary (``importing/accounting.py``); ``queue/flush.py`` for the queues.
-
-The folders' order is declared once, in ``scripts/module_graph.py``'s ``STAGES``. This module imports the stages'
-types only to name them (no stage depends on it at run time); tests/test_interfaces.py checks the concrete classes
-and modules against these protocols (mypy reads it too).
+This module imports the stages' types only to name them (no stage depends on it at run time);
+tests/test_interfaces.py checks the concrete classes and modules against these protocols (mypy reads it too).
 """
 
 from __future__ import annotations
@@ -29,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from hindsight_batch.ledger import DocumentRow, ReviewedSource
-    from hindsight_batch.plan.rows import SourceRecord
+    from hindsight_batch.ledger import DocumentRow, ReviewedSource, SourceState
+    from hindsight_batch.plan.rows import ManifestRowJson, SourceRecord
     from hindsight_batch.queue.store import QueueContents
     from hindsight_batch.routing.strategy import RoutingStrategy
     from hindsight_batch.session.model import EntryNode
     from hindsight_batch.sinks.upload import UploadStats
 
 __all__ = ["DocumentSink", "EntryVisitor", "LedgerSink", "ManifestSink", "QueueSource", "RoutingStrategy",
-           "SessionSource"]
+           "RunLedger", "SessionSource"]
 
 
 def __getattr__(name: str) -> Any:
@@ -118,6 +106,50 @@ class LedgerSink(Protocol):
 
     def record_headers(self, rows: Sequence[tuple[str, str]]) -> None:
         """(path, header) of reused sources the ledger recorded without a header."""
+        ...
+
+
+class RunLedger(LedgerSink, Protocol):
+    """The ledger as an import uses it (``importing/importer.py``, ``importing/selection.py``; the ``Ledger``): what
+    it writes (:class:`LedgerSink`), the run's record, and what earlier runs left (sources, sent documents, rows)."""
+
+    path: Path
+    """The ledger's file, named in the summary."""
+
+    def fingerprint_key(self) -> bytes:
+        """The key of the HMAC fingerprints of redacted secrets (one per ledger)."""
+        ...
+
+    def start_run(self, run_id: str, command: str, mode: str) -> None:
+        """The run begins (status ``running`` until :meth:`finish_run`)."""
+        ...
+
+    def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+        """The run ended with ``status``; its ``import --json`` summary."""
+        ...
+
+    def record_failed_files(self, run_id: str, failed: Sequence[Mapping[str, Any]]) -> None:
+        """The files the run could not read or plan (file, line where known, reason)."""
+        ...
+
+    def sources(self) -> dict[str, SourceState]:
+        """Every source an earlier run read: path -> size, modification time, settings hash, run, hash, header."""
+        ...
+
+    def source_sessions(self) -> dict[str, str]:
+        """path -> session id of every source seen (a second file of a session is a duplicate)."""
+        ...
+
+    def document_hashes(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """(bank, document) -> (item hash, status) of every document an applied run sent."""
+        ...
+
+    def expect_reuse(self, paths: Sequence[str]) -> None:
+        """The sources the run may reuse, in the order it will ask for their rows (read in one pass)."""
+        ...
+
+    def latest_rows(self, source_file: str, run_id: str) -> list[ManifestRowJson]:
+        """The manifest rows ``run_id`` wrote for ``source_file``, in the order written (an unchanged source's)."""
         ...
 
 

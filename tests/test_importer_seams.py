@@ -10,16 +10,18 @@ from typing import Any
 
 import pytest
 
+from hindsight_batch import ImportOptions, run_import
 from hindsight_batch.config import ConfigResolver
 from hindsight_batch.importing.importer import Importer, PipelineOptions
 from hindsight_batch.importing.selection import Plan, Reuse, Skip
-from hindsight_batch.interfaces import DocumentSink, ManifestSink, RoutingStrategy, SessionSource
-from hindsight_batch.ledger import DocumentRow
+from hindsight_batch.interfaces import DocumentSink, ManifestSink, RoutingStrategy, RunLedger, SessionSource
+from hindsight_batch.ledger import DocumentRow, Ledger, ReviewedSource, SourceState
 from hindsight_batch.ledger.state import open_ledger
+from hindsight_batch.plan.rows import ManifestRowJson, SourceRecord
 from hindsight_batch.routing import strategy as routing_strategy
 from hindsight_batch.routing.models import MemoryRouteDecision, RouteTarget, RoutingStrategyInput
 from hindsight_batch.sinks.upload import UploadStats
-from tests.conftest import SessionBuilder
+from tests.conftest import SessionBuilder, read_manifest
 
 
 class ChosenFiles:
@@ -78,6 +80,7 @@ class KeptDocuments:
         self.changed: Callable[[], None] | None = None
         self.added: list[tuple[DocumentRow, dict[str, object], int]] = []
         self.finished = 0
+        self.told = 0  # times ``changed`` was called
         self.waited: list[float] = []
         self._stats = UploadStats()
 
@@ -91,14 +94,85 @@ class KeptDocuments:
 
     def finish(self) -> None:
         self.finished += 1
+        if self.changed is not None:  # as the real sink does when the last requests are answered
+            self.changed()
+            self.told += 1
 
     def wait_for_operations(self, timeout: float) -> int:
         self.waited.append(timeout)
         return 0
 
 
+class RecordingLedger:
+    """A :class:`RunLedger` over a real ledger that records each call made to it (name, first argument)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.real = ledger
+        self.path = ledger.path
+        self.calls: list[tuple[str, object]] = []
+
+    def _call(self, name: str, first: object = None) -> None:
+        self.calls.append((name, first))
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def add_manifest_records(self, lines: Sequence[bytes]) -> None:
+        self._call("add_manifest_records", len(lines))
+        self.real.add_manifest_records(lines)
+
+    def record_sources(self, rows: Sequence[SourceRecord]) -> None:
+        self._call("record_sources", [row.path for row in rows])
+        self.real.record_sources(rows)
+
+    def record_run_sources(self, run_id: str, rows: Sequence[ReviewedSource]) -> None:
+        self._call("record_run_sources", [row.path for row in rows])
+        self.real.record_run_sources(run_id, rows)
+
+    def record_headers(self, rows: Sequence[tuple[str, str]]) -> None:
+        self._call("record_headers", len(rows))
+        self.real.record_headers(rows)
+
+    def fingerprint_key(self) -> bytes:
+        self._call("fingerprint_key")
+        return self.real.fingerprint_key()
+
+    def start_run(self, run_id: str, command: str, mode: str) -> None:
+        self._call("start_run", run_id)
+        self.real.start_run(run_id, command, mode)
+
+    def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+        self._call("finish_run", status)
+        self.real.finish_run(run_id, status, summary)
+
+    def record_failed_files(self, run_id: str, failed: Sequence[Mapping[str, Any]]) -> None:
+        self._call("record_failed_files", [f["file"] for f in failed])
+        self.real.record_failed_files(run_id, failed)
+
+    def sources(self) -> dict[str, SourceState]:
+        self._call("sources")
+        return self.real.sources()
+
+    def source_sessions(self) -> dict[str, str]:
+        self._call("source_sessions")
+        return self.real.source_sessions()
+
+    def document_hashes(self) -> dict[tuple[str, str], tuple[str, str]]:
+        self._call("document_hashes")
+        return self.real.document_hashes()
+
+    def expect_reuse(self, paths: Sequence[str]) -> None:
+        self._call("expect_reuse", list(paths))
+        self.real.expect_reuse(paths)
+
+    def latest_rows(self, source_file: str, run_id: str) -> list[ManifestRowJson]:
+        self._call("latest_rows", source_file)
+        return self.real.latest_rows(source_file, run_id)
+
+
 # The doubles fit their protocols (mypy checks these assignments).
 _source: type[SessionSource] = ChosenFiles
+_ledger: type[RunLedger] = RecordingLedger
 _strategy: type[RoutingStrategy] = EverythingToTheProject
 _manifest: type[ManifestSink] = KeptManifest
 _documents: type[DocumentSink] = KeptDocuments
@@ -121,25 +195,27 @@ def _sessions(folder: Path) -> list[Path]:
     return paths
 
 
-def _resolver(tmp_path: Path) -> ConfigResolver:
+def _config(tmp_path: Path) -> Path:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"routing": {"strategy": "test-double"},
                                   "banks": {"project": {"bankId": "demo-bank"}}}))
-    return ConfigResolver(config_file=config)
+    return config
+
+
+def _resolver(tmp_path: Path) -> ConfigResolver:
+    return ConfigResolver(config_file=_config(tmp_path))
 
 
 def test_an_import_through_doubles_of_every_seam(tmp_path: Path, strategy: EverythingToTheProject) -> None:
     """The source's files, and only those, are planned; every chunk is routed by the configured strategy; the
     manifest gets each row and is closed complete; with --apply each routed item reaches the document sink."""
     paths = _sessions(tmp_path / "sessions")
-    source = ChosenFiles([paths[0], paths[2]])
-    files = source.find_session_files([tmp_path / "sessions"], resolve=True)
+    files = [paths[0], paths[2]]
     manifest, documents = KeptManifest(), KeptDocuments()
     with open_ledger(tmp_path / "state") as ledger:
         summary = Importer(_resolver(tmp_path), ledger, PipelineOptions(apply=True, wait=True, wait_timeout=7.0),
                            files, lambda run_id: documents, manifest).run()
 
-    assert source.asked == [([tmp_path / "sessions"], True)]
     assert summary.files == summary.sessions == 2 and not summary.failed_files
     rows = manifest.rows()
     assert {row["session_id"] for row in rows} == {"seam-0", "seam-2"}
@@ -155,7 +231,62 @@ def test_an_import_through_doubles_of_every_seam(tmp_path: Path, strategy: Every
         ("demo-bank", row["document_id"]) for row in routed]
     assert {row.session_id for row, _, _ in documents.added} == {"seam-0", "seam-2"}
     assert documents.finished == 1 and documents.waited == [7.0]
+    assert documents.changed is None  # no progress bar: nobody is told
     assert summary.upload is not None and summary.upload["documents"] == {"sent": len(routed)}
+
+
+def test_with_progress_the_document_sink_tells_the_bar(tmp_path: Path, strategy: EverythingToTheProject) -> None:
+    """With the progress bar, the document sink is given a ``changed`` callback, which it calls as its last
+    requests are answered: the bar shows the items sent."""
+    documents = KeptDocuments()
+    with open_ledger(tmp_path / "state") as ledger:
+        summary = Importer(_resolver(tmp_path), ledger, PipelineOptions(apply=True, progress=True),
+                           _sessions(tmp_path / "sessions"), lambda run_id: documents, KeptManifest()).run()
+
+    assert summary.sessions == 3 and documents.added
+    assert documents.changed is not None and documents.told == 1  # the bar was told (and shown: no error)
+
+
+def test_run_import_plans_the_files_its_session_source_finds(tmp_path: Path, strategy: EverythingToTheProject) -> None:
+    """``run_import`` asks its :class:`SessionSource` for the files of the paths it was given, and imports those
+    (the folder holds a third session the source leaves out)."""
+    paths = _sessions(tmp_path / "sessions")
+    source = ChosenFiles([paths[0], paths[2]])
+    result = run_import(ImportOptions(paths=[tmp_path / "sessions"], state_dir=tmp_path / "state",
+                                      manifest=tmp_path / "m.jsonl", config_file=_config(tmp_path),
+                                      live_retained="include"),
+                        sessions=source)
+
+    assert source.asked == [([tmp_path / "sessions"], True)]
+    assert (result.files, result.sessions, result.failed_files) == (2, 2, 0)
+    assert {row["session_id"] for row in read_manifest(tmp_path / "m.jsonl")} == {"seam-0", "seam-2"}
+    assert strategy.asked  # the configured strategy routed them
+
+
+def test_the_ledger_seam_gets_the_runs_record_the_rows_and_the_sources(
+        tmp_path: Path, strategy: EverythingToTheProject) -> None:
+    """Through a :class:`RunLedger` double: a first run starts, writes each session's rows before its source and
+    finishes ``ok``; a re-run over the unchanged sources reads them back (one pass, then each source's rows) and
+    records what the dry run saw of each, for --from-run."""
+    files = _sessions(tmp_path / "sessions")
+    names = [str(path) for path in files]
+    with open_ledger(tmp_path / "state") as real:
+        first = RecordingLedger(real)
+        summary = Importer(_resolver(tmp_path), first, PipelineOptions(), files, manifest=KeptManifest()).run()
+        again = RecordingLedger(real)
+        rerun = Importer(_resolver(tmp_path), again, PipelineOptions(), files, manifest=KeptManifest()).run()
+        recorded = real.sources()
+
+    written = first.names()
+    assert ("start_run", summary.run_id) in first.calls and first.calls[-1] == ("finish_run", "ok")
+    assert written.index("start_run") < written.index("add_manifest_records") < written.index("record_sources")
+    assert ("add_manifest_records", 3) in first.calls and "latest_rows" not in written  # one row per session
+    assert [paths for name, paths in first.calls if name == "record_sources"] == [names]
+    assert ("record_run_sources", names) in first.calls
+    assert sorted(recorded) == names and summary.sessions == 3
+    assert rerun.unchanged_files == 3 and ("expect_reuse", names) in again.calls
+    assert [path for name, path in again.calls if name == "latest_rows"] == names
+    assert ("record_run_sources", names) in again.calls and again.calls[-1] == ("finish_run", "ok")
 
 
 def test_a_re_run_reuses_the_rows_without_routing_again(tmp_path: Path, strategy: EverythingToTheProject) -> None:
@@ -202,3 +333,32 @@ def test_file_selection_says_what_is_done_with_each_file(tmp_path: Path, strateg
     assert [json.loads(line)["session_id"] for line in reused.manifest_lines] == ["seam-1"]
     assert [json.loads(line)["document_id"] for line in reused.manifest_lines] == [
         row["document_id"] for row in first.rows() if row["session_id"] == "seam-1"]
+
+
+class FailingOn(KeptManifest):
+    """A :class:`ManifestSink` that fails (not a HindsightBatchError) on the rows of one session."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+    def write_lines(self, lines: Sequence[bytes]) -> None:
+        if any(json.loads(line)["session_id"] == self.session_id for line in lines):
+            raise OSError(28, "No space left on device")
+        super().write_lines(lines)
+
+
+def test_a_manifest_sink_failing_on_a_reused_source_fails_that_file_only(
+        tmp_path: Path, strategy: EverythingToTheProject) -> None:
+    """A reused source's rows are sunk inside the file's failure guard: the sink's error is that file's failure,
+    and the other files' rows still reach the manifest."""
+    files = _sessions(tmp_path / "sessions")
+    with open_ledger(tmp_path / "state") as ledger:
+        Importer(_resolver(tmp_path), ledger, PipelineOptions(), files, manifest=KeptManifest()).run()
+    failing = FailingOn("seam-1")
+    with open_ledger(tmp_path / "state") as ledger:
+        summary = Importer(_resolver(tmp_path), ledger, PipelineOptions(), files, manifest=failing).run()
+
+    assert [failed["file"] for failed in summary.failed_files] == [str(files[1])]
+    assert {row["session_id"] for row in failing.rows()} == {"seam-0", "seam-2"}
+    assert failing.closed == [True]

@@ -19,6 +19,7 @@ from hindsight_batch.interfaces import (
     LedgerSink,
     ManifestSink,
     QueueSource,
+    RunLedger,
     SessionSource,
 )
 from hindsight_batch.ledger import Ledger
@@ -36,12 +37,13 @@ queues: QueueSource = store
 visitors: list[type[EntryVisitor]] = [RecordMaker, EntryCallback]
 manifest_sink: type[ManifestSink] = ManifestWriter
 ledger_sink: type[LedgerSink] = Ledger
+run_ledger: type[RunLedger] = Ledger
 document_sink: type[DocumentSink] = Uploader
 strategies: list[type[RoutingStrategy]] = [ProjectGlobalDefault, DryRunOnly]
 
 PAIRS: list[tuple[Any, object]] = [
     (SessionSource, discovery), (QueueSource, store),
-    *((EntryVisitor, v) for v in visitors), (ManifestSink, ManifestWriter), (LedgerSink, Ledger),
+    *((EntryVisitor, v) for v in visitors), (ManifestSink, ManifestWriter), (LedgerSink, Ledger), (RunLedger, Ledger),
     (DocumentSink, Uploader), *((RoutingStrategy, s) for s in strategies),
 ]
 

@@ -45,6 +45,22 @@ def test_run_import_plans_the_samples_and_writes_the_manifest(tmp_path: Path) ->
     assert (again.chunks, again.statuses, again.summary.bytes_read) == (result.chunks, result.statuses, 0)
 
 
+def test_the_import_document_is_still_the_results_data(tmp_path: Path) -> None:
+    """``ImportResult.data`` (public before the typed ``summary``) is still the whole ``import --json`` document."""
+    result = run_import(ImportOptions(paths=[samples_copy(tmp_path)], state_dir=tmp_path / "state",
+                                      live_retained="include"))
+    assert result.data == result.to_dict()
+    assert (result.data["run_id"], result.data["sessions"], result.data["statuses"]) == (
+        result.run_id, SAMPLE_SESSIONS, result.statuses)
+
+
+def test_the_summary_type_is_public() -> None:
+    from hindsight_batch import ImportSummary
+    from hindsight_batch.importing.accounting import ImportSummary as defined
+
+    assert ImportSummary is defined and "ImportSummary" in hindsight_batch.__all__
+
+
 def test_the_cli_import_is_the_library_call(runner: CliRunner, tmp_path: Path) -> None:
     sessions = samples_copy(tmp_path)
     library = run_import(ImportOptions(paths=[sessions], state_dir=tmp_path / "a", live_retained="include"))

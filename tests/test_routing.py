@@ -204,3 +204,12 @@ def test_a_decision_is_the_adrs_json_and_reads_back_as_itself() -> None:
     assert data["targets"] and MemoryRouteDecision.from_json(json.loads(json.dumps(data))) == decision
     older = {key: value for key, value in data.items() if key != "skipReason"}  # before skip_reason existed
     assert MemoryRouteDecision.from_json(older) == decision
+
+
+def test_the_user_banks_mission_keeps_its_old_name() -> None:
+    """``Missions.global_`` (the name before ``user``) still reads the User Bank's mission, and cannot be set."""
+    from hindsight_batch.routing.models import Missions
+
+    missions = Missions(project="the project's", user="the user's")
+    assert missions.global_ == missions.user == "the user's"
+    assert Missions.global_.fset is None  # type: ignore[attr-defined]

@@ -58,7 +58,7 @@ def build_status(cwd: Path | None = None, config_file: Path | None = None, state
         "extension_config": resolved.family,
         "extension_config_files": resolved.family_files,
         "ignored_extension_keys": resolved.ignored_keys,
-        # A live extension's switch that keeps this folder's sessions out of automatic retain (switches.py).
+        # A live extension's switch that keeps this folder's sessions out of automatic retain (extension/switches.py).
         "retain_switch": switch.reason if (switch := project_switch(resolved, resolver.env, folder)) else None,
         "ignored_project_keys": resolved.warnings,
         "user_retain_mode": settings.user_retain.mode,

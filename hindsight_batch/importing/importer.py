@@ -6,7 +6,8 @@ file (skip, reuse an unchanged source's rows, or plan it); planning runs here or
 :mod:`hindsight_batch.interfaces`: the manifest (:class:`ManifestSink`), the ledger in batches
 (:class:`~hindsight_batch.importing.ledger_batch.LedgerBatch` over a :class:`LedgerSink`) and, with ``--apply``,
 the upload (:class:`~hindsight_batch.importing.sending.Sending` to a :class:`DocumentSink`); the summary is
-:mod:`hindsight_batch.importing.accounting`'s.
+:mod:`hindsight_batch.importing.accounting`'s. The ledger is a :class:`RunLedger`: the run's record and what
+earlier runs left are read and written through it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hindsight_batch.importing.progress import Moved, ProgressBar, file_size, pr
 from hindsight_batch.importing.selection import FileSelection, Plan, Reuse, SessionJob, Verdict, header_text
 from hindsight_batch.importing.sending import Applied, Sending, planned_status
 from hindsight_batch.importing.shaping import settings_hash
-from hindsight_batch.ledger import Ledger, ReviewedSource, manifest_table
+from hindsight_batch.ledger import ReviewedSource, manifest_table
 from hindsight_batch.plan.rows import SourceRecord
 from hindsight_batch.retention.stagetimes import StageTimes
 from hindsight_batch.sinks.manifest import ManifestWriter, encode_line
@@ -43,7 +44,7 @@ from hindsight_batch.sinks.manifest import ManifestWriter, encode_line
 # empty folder, a catch-up re-run) starts without loading it (``python -X importtime``; scripts/bench.py).
 if TYPE_CHECKING:
     from hindsight_batch.importing.workers import PlanOutcome, PlanTask
-    from hindsight_batch.interfaces import DocumentSink, ManifestSink
+    from hindsight_batch.interfaces import DocumentSink, ManifestSink, RunLedger
     from hindsight_batch.plan.planning import SessionPlan
     from hindsight_batch.plan.rows import ManifestRow
     from hindsight_batch.redaction.redactor import Redactor
@@ -81,7 +82,7 @@ class Importer:
     def __init__(
         self,
         resolver: ConfigResolver,
-        ledger: Ledger,
+        ledger: RunLedger,
         options: PipelineOptions,
         files: list[Path],
         uploader_factory: Callable[[str], DocumentSink] | None = None,
@@ -281,16 +282,16 @@ class Importer:
 
     def _prepare(self, path: Path, hash_here: bool = True) -> SessionJob | None:
         """What is left to plan of ``path``, or None: a skipped file's manifest row or a reused source's rows are
-        sunk here. Anything that fails on this file while it is selected (it cannot be read, even at the header
-        peek; a catch-up verdict that cannot be read) is this file's failure."""
+        sunk here. Anything that fails on this file while it is selected or sunk (it cannot be read, even at the
+        header peek or when a reused source is hashed; a catch-up verdict that cannot be read; a manifest sink's
+        error) is this file's failure."""
         try:
-            verdict = self.selection.select(path, hash_here)
+            return self._sink_unplanned(self.selection.select(path, hash_here))
         except HindsightBatchError:
             raise  # a configuration error stops the run (exit 3, naming the file and key), as S8 wants
         except Exception as exc:
             self.accounting.file_failed(path, exc)
             return None
-        return self._sink_unplanned(verdict)
 
     def _sink_unplanned(self, verdict: Verdict) -> SessionJob | None:
         """A reused source's rows to the manifest, the summary and the ledger's batch; a skipped file's row (a
@@ -300,7 +301,8 @@ class Importer:
         if isinstance(verdict, Reuse):  # the ledger keeps the rows under the run that read the file
             self.manifest.write_lines(verdict.manifest_lines)
             self.accounting.tallies(verdict.tallies)
-            self.batch.add_reused(verdict.header, verdict.reviewable)
+            self.batch.add_reused(verdict.header, None)  # kept even when hashing the file (below) fails
+            self.batch.add_reused(None, verdict.reviewable())  # may read the file: its failure comes after its rows
         elif verdict.manifest_lines:
             self.manifest.write_lines(list(verdict.manifest_lines))
         return None

@@ -52,7 +52,7 @@ def _theirs(doc: dict[str, Any], session_id: str, stem: str) -> bool:
     tool's (``pi-import:<session>:<role>:<segment>:w…``, ``store_method:import``)."""
     name, tags = str(doc.get("id", "")), doc.get("tags") or []
     if name.startswith("pi-import:"):
-        return LUXUS_IMPORT_TAG in tags  # pi-hindsight's own import (extension_records.luxus_import_ids)
+        return LUXUS_IMPORT_TAG in tags  # pi-hindsight's own import (extension/records.luxus_import_ids)
     # A backfill is hindsight-pi's only under the ids its commands give (another tool's import is not one).
     return bool(LIVE_STORE_METHODS.intersection(tags)) or (name in (session_id, stem) and BACKFILL_STORE_METHOD in tags)
 

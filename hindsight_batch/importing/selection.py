@@ -33,7 +33,7 @@ from hindsight_batch.sinks.manifest import encode_line, encode_lines
 if TYPE_CHECKING:
     from hindsight_batch.config import ResolvedConfig
     from hindsight_batch.importing.options import PipelineOptions
-    from hindsight_batch.ledger import Ledger
+    from hindsight_batch.interfaces import RunLedger
     from hindsight_batch.plan.banks import BankChoice
     from hindsight_batch.plan.rows import LiveNote
     from hindsight_batch.session.model import SessionHeader
@@ -82,7 +82,15 @@ class Reuse:
     manifest_lines: list[bytes]
     tallies: list[RowTally]
     header: tuple[str, str] | None  # (path, header) to record: the ledger kept none for it
-    reviewable: ReviewedSource | None  # a dry run: what it saw of the source, for --from-run
+    seen: ReviewedSource | None  # a dry run: what it saw of the source (sha256 "": not recorded, hashed later)
+    path: Path
+
+    def reviewable(self) -> ReviewedSource | None:
+        """What a dry run saw of the source, for --from-run; a hash the ledger did not keep is read now. Called
+        once the rows are written: a file that cannot be hashed then fails alone, its rows tallied."""
+        if self.seen is None or self.seen.sha256:
+            return self.seen
+        return self.seen._replace(sha256=file_sha256(self.path))
 
 
 @dataclass(frozen=True)
@@ -145,7 +153,7 @@ else:  # loaded on first use: an import with nothing to read (an empty folder, a
 class FileSelection:
     """Decides, file by file, what an import does with each session file (:meth:`select`)."""
 
-    def __init__(self, resolver: ConfigResolver, ledger: Ledger, options: PipelineOptions, summary: ImportSummary,
+    def __init__(self, resolver: ConfigResolver, ledger: RunLedger, options: PipelineOptions, summary: ImportSummary,
                  accounting: Accounting, files: list[Path], applied: Applied) -> None:
         """``applied``: what earlier runs sent (filled in when the run starts; reused rows' statuses come from it)."""
         self.resolver = resolver
@@ -305,11 +313,11 @@ class FileSelection:
         self.summary.unchanged_files += 1
         reviewable = None
         if not options.apply:  # what the review of this dry run saw: the source as last read
-            reviewable = ReviewedSource(seen.key, stat.st_size, stat.st_mtime_ns,
-                                        previous.sha256 or file_sha256(seen.path), banked.shape, previous.last_run_id)
+            reviewable = ReviewedSource(seen.key, stat.st_size, stat.st_mtime_ns, previous.sha256 or "",
+                                        banked.shape, previous.last_run_id)
         # A source recorded by a version that did not keep headers: recorded now, so the next run need not peek.
         header = None if seen.recorded else (seen.key, header_text(seen.header))
-        return Reuse(seen.key, reused[0], reused[1], header, reviewable)
+        return Reuse(seen.key, reused[0], reused[1], header, reviewable, seen.path)
 
     def _reused_rows(self, key: str, run_id: str) -> tuple[list[bytes], list[RowTally]] | None:
         """An unchanged source's rows from the run that last read it, statuses refreshed and with this run's id, as

@@ -1,10 +1,10 @@
 """DuckDB's engine, which is all the ledger uses (connections, ``execute``, its exception classes).
 
 The ``duckdb`` package is its compiled engine, ``_duckdb``, plus a Python layer the ledger never calls
-(relations, expressions, version metadata through ``importlib.metadata``): importing the package costs about
-0.1 s CPU at every start, the engine alone about 0.02 s (``scripts/bench.py``'s empty folder). The classes and
-functions are the same objects either way (``duckdb`` re-exports them from ``_duckdb``), so results, errors and
-files do not change; a ``duckdb`` release whose engine is not a module of its own is imported whole.
+(relations, expressions, version metadata through ``importlib.metadata``): the engine alone starts much faster
+(figures: docs/performance.md, "Fixed cost of a run"). The classes and functions are the same objects either
+way (``duckdb`` re-exports them from ``_duckdb``), so results, errors and files do not change; a ``duckdb``
+release whose engine is not a module of its own is imported whole.
 """
 
 try:

@@ -1,6 +1,10 @@
 """prune-recall-messages: take persisted recall out of Pi session files before the extension is uninstalled,
 so it is never sent to a model provider again, and lose nothing else (S6).
 
+In: Pi session files (a preview unless confirmed). Out: each file rewritten without its recall messages, the
+original kept as a backup beside it, and a :class:`PruneResult` per file (what was removed and re-pointed, or why
+the file was refused).
+
 The parts, in the order a run uses them: :mod:`~hindsight_batch.prune.index` (one read-only pass: what the file
 holds, which entries are recall), :mod:`~hindsight_batch.prune.plan` (what goes, what is re-pointed: the preview),
 :mod:`~hindsight_batch.prune.write` (the new file and the backup), :mod:`~hindsight_batch.prune.check` (the new

@@ -1,5 +1,11 @@
 """The shared routing seam: typed input and decision, strategies by name, one operation.
 
+In: a chunk's redacted text with its context, the session's settings and banks' missions
+(:class:`RoutingStrategyInput`, ``models``). Out: a :class:`MemoryRouteDecision`: the route (project, User Bank,
+both or skip), the banks written and their tags, the signals and a ``skip_reason``. ``strategy`` holds the
+protocol and the shipped strategies, ``operation`` the one call every command makes, ``signals``, ``provenance``
+and ``hazards`` what a decision weighs.
+
 The names load on first use (PEP 562): a run that only reads rows back (``routing.models``, for an unchanged
 source's reused manifest rows) does not load the strategies, their signals and the redactor.
 """

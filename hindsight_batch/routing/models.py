@@ -43,6 +43,12 @@ class Missions:
     project: str = ""
     user: str = ""  # the User Bank's
 
+    @property
+    def global_(self) -> str:
+        """Deprecated: the old name of :attr:`user` (the User Bank's mission), kept read-only for strategies
+        written before the rename."""
+        return self.user
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RoutingStrategyInput:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,17 +20,12 @@ from hindsight_batch.plan.rows import (
     ManifestRow,  # the row is the pipeline's (hindsight_batch.plan.rows); kept importable here
 )
 
-__all__ = ["ManifestRow", "ManifestWriter", "encode_line", "encode_lines", "encode_rows"]
-
-
-def encode_rows(rows: Sequence[ManifestRow]) -> list[bytes]:
-    """The rows as manifest lines (no newline). Raises on text no UTF-8 file can hold (a lone surrogate), before
-    anything is written."""
-    return encode_lines([row.as_json() for row in rows])
+__all__ = ["ManifestRow", "ManifestWriter", "encode_line", "encode_lines"]
 
 
 def encode_lines(rows: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    """:func:`encode_rows` of rows already in their JSON form (:meth:`ManifestRow.as_json`)."""
+    """Rows in their JSON form (:meth:`ManifestRow.as_json`) as manifest lines (no newline). Raises on text no UTF-8
+    file can hold (a lone surrogate), before anything is written."""
     return [encode_line(data) for data in rows]
 
 
@@ -86,12 +81,8 @@ class ManifestWriter:
         # Written a session at a time: a re-run reusing thousands of small sessions made a write call for each.
         self._file = os.fdopen(fd, "wb", buffering=_BUFFER)
 
-    def add_manifest_rows(self, manifest_rows: Iterable[ManifestRow]) -> None:
-        """Write a session's rows: all or, when one cannot be encoded (it raises), none."""
-        self.write_lines(encode_rows(list(manifest_rows)))
-
     def write_lines(self, lines: Sequence[bytes]) -> None:
-        """Rows already encoded by :func:`encode_rows`."""
+        """A session's rows, already encoded (:func:`encode_line`)."""
         if self._file is not None and lines:
             try:
                 self._file.write(b"\n".join(lines) + b"\n")
