@@ -1112,3 +1112,68 @@ def test_a_user_and_password_after_a_credentials_word_lose_the_password(text: st
     for kept in ("login: admin / password", '{"login":"octocat","id":1}', "login: see docs/auth for the flow",
                  "creds: analytics / 2024-01-01"):
         assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+def test_a_value_longer_than_its_rules_bound_goes_whole() -> None:
+    rng = random.Random(7)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    token = "FwoGZXIvYXdzE" + "".join(rng.choice(alphabet) for _ in range(380)) + "="  # an AWS session token's length
+    for text in (f"The aws session API returns 401 with {token}, is it the wrong scope?",
+                 f"La clave de aws session es {token}, ponla en el .env"):
+        for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+            assert token[-40:] not in out and token[:40] not in out, out
+            assert out.endswith(", is it the wrong scope?") or out.endswith(", ponla en el .env"), out
+    # what follows a value that stopped short of the bound is never taken: a key id after the rejected key
+    text = "API returns 401 with Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3 AKIA-style ids/FwoGZXIvYXdzE are kept"
+    assert Redactor(b"k").redact_text(text, Findings()).endswith(" AKIA-style ids/FwoGZXIvYXdzE are kept")
+
+
+@pytest.mark.parametrize("text", [
+    "[Interface]\nPrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\nDNS = 1.1.1.1",
+    "./etc/wireguard/wg0.conf:3:PrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\n",
+    "+PrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\n+DNS = 1.1.1.1",
+    "[Peer]\nPresharedKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\nEndpoint = vpn.acme.io:51820",
+    '{"role":"bashExecution","command":"wg genkey | tee privatekey",'
+    '"output":"X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\\n"}',
+])
+def test_a_wireguard_private_key_at_a_lines_start_or_as_a_commands_output_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "X0b+pdXb5ypcqXKbtHJ" not in out, out
+    kept = "[Peer]\nPublicKey = I8+udzyDQco/Og3xp6vsfT2UgncVknBAtj5B1WYH4s8=\nAllowedIPs = 0.0.0.0/0"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_HEX_KEY = "7f060b88023960403c4f13739f4d82332f3986ffddadd1ee613c69a29affee17"
+
+
+@pytest.mark.parametrize("text", [
+    f"cast send 0x4ac77f14 --value 0.1ether --private-key 0x{_HEX_KEY} --rpc-url $RPC",
+    f"forge script Deploy --private-key {_HEX_KEY} --broadcast",
+    f'{{"command":"cli --token {_HEX_KEY} --rpc-url $RPC"}}',
+])
+def test_a_secret_given_to_a_long_option_is_redacted_even_shaped_as_an_id(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "7f060b88023960403c4f" not in out and ("--rpc-url $RPC" in out or "--broadcast" in out), out
+    for kept in ("see --token src/auth/token.ts", "git log --secret-hash 7f060b88023960403c4f13739f4d82332f3986ff",
+                 "cli --token-file ./tok.txt --password-stdin registry.example.com",
+                 "the token 7f060b88023960403c4f13739f4d82332f3986ff of the lexer"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "pulumi config set --secret dbPassword XfhkCGMhKa4Zd2ua8 --stack prod",
+    "pulumi config set stripeKey XfhkCGMhKa4Zd2ua8 --secret --stack prod",
+    "az keyvault secret set --vault-name acme-kv --name api-key --value bjbzbwY9ia2Y --stack prod",
+    "aws ssm put-parameter --name /prod/db/url --type SecureString --value XfhkCGMhKa4Zd2ua8 --stack prod",
+    "influx setup -u admin -p 'EzEn&NttbMd4JMbC' -o acme --stack prod",
+    '{"command":"influx auth create --token XfhkCGMhKa4Zd2ua8 --stack prod"}',
+])
+def test_a_value_given_to_a_secret_stores_set_command_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "XfhkCGMhKa4Zd2ua8" not in out and "bjbzbwY9ia2Y" not in out and "EzEn&Ntt" not in out, out
+        assert "--stack prod" in out
+    for kept in ("pulumi config set aws:region eu-west-1", "pulumi config set --secret dbPassword",
+                 "aws ssm put-parameter --name /prod/region --type String --value eu-west-1",
+                 "az keyvault secret set --vault-name acme-kv --name api-key --value $API_KEY",
+                 "influx auth list --token $INFLUX_TOKEN"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept

@@ -331,6 +331,11 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
 
 
+def _long_option(text: str, name_start: int) -> bool:
+    """Whether a name that starts with ``--`` is a command's long option: after a space, a quote or nothing."""
+    return name_start == 0 or text[name_start - 1] in " \t\n\"'`"
+
+
 def _about_a_secret(rest: str) -> bool:
     """Whether what follows a secret's word in a name makes the name something else: a longer word (tokenizer,
     secretary, passwordless) or a name for something about the secret (TOKEN_URL, password_file, passwordHash)."""
@@ -354,7 +359,9 @@ def _keyword_value(match: re.Match[str]) -> bool:
     before = _name_before(match.string, match.start())
     name_start = match.start() - len(before)
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    in_prose = match.group(3) is None
+    # (a command's long option is no prose: cast send --private-key 0x…, --token <hex>: a value given, even an id's
+    # shape)
+    in_prose = match.group(3) is None and not (before == "--" and _long_option(match.string, name_start))
     # (In prose, unless the name is a variable's: set -gx XI_API_KEY v, "OPENAI_API_KEY   v".)
     prose = in_prose and not (_ENV_NAME.fullmatch(before + keyword + rest)
                               or _SHELL_SET.search(match.string, max(0, name_start - 16), name_start))
@@ -362,10 +369,10 @@ def _keyword_value(match: re.Match[str]) -> bool:
                         uuid=_UUID_NAME.search(before + keyword + rest) is not None,
                         secret=keyword.lower() == "secret"):
         return False
-    if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
+    if keyword[0] in "_.-" or keyword[:3].lower() == "pre":  # (presharedkey, not privatekey)
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
         assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(before + keyword)
-        if not assigned or not match.string[match.start() - 1 : match.start()].isalnum():
+        if not assigned or (keyword[0] in "_.-" and not match.string[match.start() - 1 : match.start()].isalnum()):
             return False
         if _NOT_SECRET_KEY_NAMES.search(before) or match.group(2):
             return False
@@ -474,7 +481,8 @@ _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&=](?=\S)(
 _UNQUOTED_PROSE = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&](?![\w.\-]{1,64}+[=:])"
                    r"|[()](?=[^\s\"'`,;:)\]}\\]|\\(?![nrt])))")
 # (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
-_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
+# (A single-quoted value may hold its quote doubled, as YAML and SQL escape it: password: 'e''K5Nx…'.)
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:''(?=\S)|(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
           rf"|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
@@ -583,6 +591,13 @@ _CLI_MORE_PASSWORD = "|".join((
     r"SQL>[ \t]++(?i:conn(?:ect)?)[ \t]++[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\\]|$)",
     _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
     r"jdbc:oracle:(?:thin|oci8?):[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)",  # a JDBC URL's user/password@
+    # a secret store's set command, whose value option or second word is the secret whatever the name: Azure Key
+    # Vault, SSM's SecureString, Pulumi's --secret config; InfluxDB's password and token
+    _cli(r"az[ \t]++keyvault[ \t]++secret[ \t]++set", r"--value[ \t=]++" + _CLI_VALUE),
+    _cli(r"aws[ \t]++ssm[ \t]++put-parameter(?=[^\n|;&]{0,512}?SecureString)", r"--value[ \t=]++" + _CLI_VALUE),
+    _cli(r"pulumi[ \t]++config[ \t]++set(?=[^\n|;&]{0,256}?--secret(?![\w\-]))",
+         r"(?!-)[^\s=]{1,128}+[ \t]++" + _CLI_VALUE),
+    _cli(r"influx", r"(?:-p|--password|-t|--token)[ \t=]++" + _CLI_VALUE),
 ))
 _CLI_MORE_COMMANDS = (
     "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell",
@@ -593,7 +608,7 @@ _CLI_MORE_COMMANDS = (
     "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
     "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
     "jdbc:oracle:", "isql", "tsql", "sqsh", "hdbsql", "racadm", "ilorest", "ncftp", "vmrun", "rpcclient", "winexe",
-    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ",
+    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ", "az keyvault", "aws ssm", "pulumi config", "influx ",
 )
 
 
@@ -1149,7 +1164,10 @@ RULES: tuple[Rule, ...] = (
          prefilter=("pgpass", ":5432:", ":*:")),
     Rule("wireguard-key", ("wg genkey",),
          _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
-            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
+            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"
+            # (or first in a bashExecution's "output", on the line of the "command" that printed it)
+            r"|wg[ \t]++genkey(?![\w\-])[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\"[ \t]*+:[ \t]*+\\?\""
+            r"([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), -1),
     # Django's SECRET_KEY: startproject's "django-insecure-" and 50 characters of get_random_secret_key's alphabet,
     # and such a key printed alone in the lines after the call that made it.
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
