@@ -1177,3 +1177,92 @@ def test_a_value_given_to_a_secret_stores_set_command_is_redacted(text: str) -> 
                  "az keyvault secret set --vault-name acme-kv --name api-key --value $API_KEY",
                  "influx auth list --token $INFLUX_TOKEN"):
         assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "database:\n  user: app\n  password: '`gM''rYYAzT9%zt0'\n  pool: 10",
+    "./config/database.yml:3:  password: 'e''K5NxRb9\"WWTk#'\n./config/database.yml:4:  pool: 10",
+    "export DB_PASSWORD='hPz'\\''!X0KQ5f'\\''7qL' && ./run.sh",
+    jsoncodec.dumps({"text": "export DB_PASSWORD='hPz'\\''!X0KQ5f'\\''7qL' && ./run.sh"}).decode(),
+])
+def test_a_single_quoted_value_holding_its_quote_escaped_goes_whole(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert not any(part in out for part in ("rYYAzT9", "K5NxRb9", "X0KQ5f", "7qL")), out
+        assert "pool: 10" in out or "&& ./run.sh" in out
+    for kept in ("password: '' # none", "echo 'it''s' && echo 'ok'", "x = {'password': '', 'user': 'bob'}"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("salt", ["5z%au9Ww=5m?bpUk),Su]c#$=%|My|{2vSx`CSoJBo]@GW8&If~Ni[xz;&y&/|+>",
+                                  "<-((7H$~fbG6GZoJ,cdmoR]0X0BPvdV[Bcr)D9x4iblNE]cmK2,$!f8`U?!1-+yb"])
+def test_a_key_of_symbols_at_an_angle_bracket_is_no_placeholder(salt: str) -> None:
+    text = f"<?php\ndefine( 'LOGGED_IN_KEY', '{salt}' );\n$table_prefix = 'wp_';"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert salt[3:20] not in out and "$table_prefix = 'wp_';" in out, out
+    for kept in ("API_KEY=<your-api-key>", "password: <paste password here>", "token=<TOKEN from 1password (prod)>",
+                 "SECRET_KEY=<generated: 50 chars>"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["The user gave me the value. pass KEEP-1cb101c520 as the second argument",
+                                  "then pass X-Request-Id9 to the handler", "pass Order-7Fa2b through the queue"])
+def test_pass_as_a_verb_before_an_id_keeps_the_id(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    for given in ("the db pass Rocket#Winter8639 for staging", "wifi pass is Hq7vLm2Zr9 as agreed"):
+        out = Redactor(b"k").redact_text(given, Findings())
+        assert "Rocket#Winter8639" not in out and "Hq7vLm2Zr9" not in out, out
+
+
+def test_a_listings_short_digest_column_is_kept_and_a_key_in_a_table_is_not() -> None:
+    listing = ("NAME                  DIGEST            CREATED AT\n"
+               "DATABASE_URL          cb61328124dc7908  2026-03-01T10:00:00Z\n"
+               "OPENAI_API_KEY        fd513a10da6dbe5a  2026-03-01T10:00:00Z")
+    assert Redactor(b"k").redact_text(listing, Findings()) == listing
+    for text in ("OPENAI_API_KEY        Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3  2026-03-01T10:00:00Z",
+                 "DD_APP_KEY   0123456789abcdef0123456789abcdef01234567  prod"):
+        out = Redactor(b"k").redact_text(text, Findings())
+        assert "Zq8Lw3Nx5Rt7Yb2Kd4" not in out and "0123456789abcdef0123" not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "aws configure set aws_secret_access_key 6jEhucrE9fJrYeat5g/WvJEx9diaz02NVmsstTNd --profile prod",
+    "./.pgpass:1:cache.local:5432:quartz:svc_api:Lj!l%Akv%z5X3!%\n./.pgpass:2:*:*:*:replicator:6jEhucrE9fJrYeat5",
+    jsoncodec.dumps({"text": "./.pgpass:1:cache.local:5432:quartz:svc_api:Lj!l%Akv%z5X3!%\n"}).decode(),
+    'const algoliaAdminKey = "6jEhucrE9fJrYeat5g2WvJEx9diaz02N";\nexport const retries = 3;',
+])
+def test_a_config_set_command_a_grepped_pgpass_and_an_admin_key_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "6jEhucrE9fJrYeat5" not in out and "Lj!l%Akv" not in out, out
+    for kept in ("aws configure set region eu-west-1", "the aws_secret_access_key src/config/aws.ts is read at boot",
+                 "src/pgpass.py:12:def read(path): return 1", "the admin panel b89a633b2ee33183077263f0fb88096c",
+                 "the admin key 8f7a of the table"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJzdXBhYmFzZSIsInJvbGUiOiJzZXJ2aWNlX3JvbGUifQ"
+        ".COqNUghamiqWlGJssdmRBu_BZ-8GdbwecJBG2h1JjFc")
+
+
+@pytest.mark.parametrize("text", [
+    "./.netrc:1:machine api.heroku.com login ubuntu@acme.io password 247a1151-198e-444e-ac4b-d2587039ee69\n",
+    "machine api.heroku.com login ubuntu@acme.io password 247a1151-198e-444e-ac4b-d2587039ee69\n",
+    "./deploy.ppk:7:Private-Lines: 2\n./deploy.ppk:8:cjCInZMD3SpZ/GGiZc6dMl5MorUTKIYfc4PmanTgIZPJl7wt2hW+9+9/Da7Rvb8V\n"
+    "./deploy.ppk:9:247a1151198e444eac4bd2587039ee69==\n./deploy.ppk:10:Private-MAC: 4c89e83d",
+    f'kind: Secret\ntype: Opaque\nstringData:\n  SUPABASE_SERVICE_ROLE_KEY: "{_JWT}"\n  X: 1',
+])
+def test_grepped_lines_and_a_jwt_in_a_secret_lose_the_whole_secret(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert not any(part in out for part in ("247a1151", "cjCInZMD3SpZ", "eyJpc3Mi", "COqNUgh")), out
+        assert "Private-MAC" in out or "login ubuntu@acme.io" in out or "  X: 1" in out
+    kept = "I will reset the password 247a1151-198e-444e-ac4b-d2587039ee69 later\n"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["서버 비밀번호는 Ipd!!%hz5#2&xzN 입니다 Thanks!", "mot de passe : Ipd!!%hz5#2&xzN",
+                                  '{"text":"La contraseña es Ipd!!%hz5#2&xzN, gracias"}'])
+def test_a_password_in_a_sentence_holding_a_run_of_punctuation_goes_whole(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Ipd" not in out and "hz5#2" not in out, out
+    for kept in ("Mein Passwort ist Hq7vLm2Zr9Kx!! Danke.", "mot de passe : Hq7v...Zr9 (masqué)"):
+        out = Redactor(b"k").redact_text(kept, Findings())
+        assert out.endswith(("!! Danke.", "Hq7v...Zr9 (masqué)")), out

@@ -50,7 +50,8 @@ _MAX_FINGERPRINTS = 50
 _BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson", "_b64", "_base64")
 _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
                            r"(?:\\{0,8}+[\"'])?"
-                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
+                           # (not a JWT's first part: a dotted token is its own rule's, whole)
+                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w]|\.[A-Za-z0-9_\-])")
 _MAX_DEPTH = 2
 # A text that decodes base64 (a CI step's echo '…' | base64 -d, Python's b64decode, JavaScript's atob, .NET's
 # FromBase64String): each base64 run of it is decoded and searched the same way (a service account's JSON).

@@ -82,10 +82,11 @@ def looks_secret(value: str, key: str = "") -> bool:
 # literal costs each batch of records a little more to search.
 _KEY_PURPOSES = (
     "encrypt", "encryption", "decrypt", "decryption", "signing", "master", "hmac", "jwt", "cipher", "crypto",
-    "license", "licence", "webhook", "consumer", "recovery", "session", "shared",
+    "license", "licence", "webhook", "consumer", "recovery", "session", "shared", "admin",
 )
 _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt", "cipher", "crypto", "licen",
-                         "webhook", "consumer", "recovery", "session", "shared")
+                         "webhook", "consumer", "recovery", "session", "shared",
+                         "adminkey", "admin_key", "admin-key")  # (not "admin" alone: a word of every log)
 # Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
 # (psk: a Wi-Fi or VPN pre-shared key, wpa_supplicant's psk=, NetworkManager's, strongSwan's ': PSK "v"')
@@ -326,9 +327,16 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
         return True
     if keyword.lower() == "psk" and match.group(4) is not None:
         return True  # ipsec.secrets' : PSK "v", nmcli's wifi-sec.psk "v"
-    if keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3:
-        return True  # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c"
+    if (keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3
+            and not _PASSED_ON.match(match.string, match.end())):
+        # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c" nor the verb: "pass
+        # KEEP-1cb101c520 as the second argument", "pass X-Request-Id to the handler"
+        return True
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
+
+
+_TABLE_GAP = re.compile(r"[ \t]{2,}+(?=[^\s|│║])")  # the blanks between a table's columns
+_PASSED_ON = re.compile(r"[ \t]++(?:as|to|into|through|along|via|on|down|back|around|over)(?![\w\-])", re.I)
 
 
 def _long_option(text: str, name_start: int) -> bool:
@@ -401,6 +409,11 @@ def _keyword_value(match: re.Match[str]) -> bool:
         return False
     if in_prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
+    if (in_prose and len(value) < 20 and _IDENTIFIER.fullmatch(value) and _TABLE_GAP.match(match.string, match.end(2))
+            and _TABLE_GAP.match(match.string, match.end())):
+        # a listing's column: "OPENAI_API_KEY   fd513a10da6dbe5a  2026-03-01" (a short digest or id, as listings
+        # print them; a key is longer)
+        return False
     if prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
     # (not a SealedSecret's encryptedData: ciphertext only its controller opens)
@@ -441,9 +454,17 @@ def _prose_shape_given(match: re.Match[str], before: str) -> bool:
 def _config_line(match: re.Match[str]) -> bool:
     """Whether the name starts a line and its value ends it: "  password v" in a .netrc, not a sentence."""
     text = match.string
-    head = text[max(0, match.start() - 48) : match.start()].rstrip(" \t")
-    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t"))
+    head = text[max(0, match.start() - 160) : match.start()].rstrip(" \t")
+    # (a .netrc's one-line form, "machine H login U password v", and grep -n's file:N: before a line)
+    lead = _LINE_LEAD.search(head)
+    if lead:
+        head = head[: lead.start()]
+    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t", '"'))
     return starts and (match.end() == len(text) or text.startswith(("\n", "\r", "\\n", "\\r"), match.end()))
+
+
+_LINE_LEAD = re.compile(r"(?:(?<![^\s\"])[^\s:\\\"]{1,64}+:[0-9]{1,7}+:)?+[ \t]*+"
+                        r"(?:machine[ \t]++[^\s\\]{1,64}+(?:[ \t]++login[ \t]++[^\s\\]{1,64}+)?+)?+$")
 
 
 def _given(match: re.Match[str]) -> bool:
@@ -451,7 +472,9 @@ def _given(match: re.Match[str]) -> bool:
     around it, or a giving phrase before the name ("here is the api key v", "use my token v")."""
     if match.group(4) is not None or _COPULA.search(match.string, match.end(2), match.start(5)) is not None:
         return True
-    return _GIVING.search(match.string, max(0, match.start() - 48), match.start()) is not None
+    # (before the whole name: "aws configure set aws_secret_access_key v", "set the X_TOKEN v")
+    start = match.start() - len(_name_before(match.string, match.start()))
+    return _GIVING.search(match.string, max(0, start - 48), start) is not None
 
 
 # Words before a secret's name that give its value: "here is the heroku api key v", "use my token v", "the new one".
@@ -481,8 +504,10 @@ _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&=](?=\S)(
 _UNQUOTED_PROSE = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&](?![\w.\-]{1,64}+[=:])"
                    r"|[()](?=[^\s\"'`,;:)\]}\\]|\\(?![nrt])))")
 # (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
-# (A single-quoted value may hold its quote doubled, as YAML and SQL escape it: password: 'e''K5Nx…'.)
-_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:''(?=\S)|(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
+# (A single-quoted value may hold its quote doubled, as YAML and SQL escape it: password: 'e''K5Nx…', or as a
+# shell writes it: 'hPz'\''!X0…', also in JSON text.)
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)"
+          rf"|(?:'(?:\\{{1,8}}+')?'(?=\S)|(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
           rf"|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
@@ -744,7 +769,8 @@ _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist
 _PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9]|[^\s!#%^&*@~$]{0,127}+[!#%^&*@~$]"
                  r"|(?-i:\S{0,127}?[a-z][A-Z]\S{0,127}?[a-z][A-Z]))"
                  r"(?![0-9.:/\-]{1,64}+(?:[\s,;)!?]|$))"
-                 r"((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
+                 # (punctuation inside the value, also a run of it: "Ipd!!%hz5", not a sentence's end)
+                 r"((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?]{1,8}+(?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
@@ -1127,7 +1153,9 @@ RULES: tuple[Rule, ...] = (
     # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
     Rule("putty-private-key", ("private-lines:",),
          # (a line, also in JSON text ("\\n"), numbered, or in a diff (" ", "+"); not the "Private" of Private-MAC)
-         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?[ +]?"
+         # (grep -n's file:N: too)
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)"
+            r"(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t)|[^\s:\\\"]{1,64}+:[0-9]{1,7}+:)?[ +]?"
             r"[A-Za-z0-9+/=]{4,128}+(?![\-:])){1,64}+)", re.I), 1),
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
@@ -1156,7 +1184,10 @@ RULES: tuple[Rule, ...] = (
          -1, lambda match: not is_placeholder(match.group(match.lastindex or 0))),
     # A ~/.pgpass line, hostname:port:database:username:password (a text that names the file), and a WireGuard
     # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
-    Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
+    # (after grep -n's file:N:, also first in a JSON string)
+    Rule("pgpass", (), _c(r"(?:(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[^\s:\\\"]{0,256}?pgpass:[0-9]{1,7}+:)?"
+                          r"|(?<=\")[^\s:\\\"]{0,256}?pgpass:[0-9]{1,7}+:)"
+                          r"(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
                           r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
          # (also a read whose text does not name the file: a line on Postgres's port or with a wildcard)
          1, lambda match: not is_placeholder(match.group(1)) and secret_value(match.group(1), password=True,
