@@ -81,6 +81,7 @@ CASES = [
     ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
     ("pgpass", "$ cat ~/.pgpass\ndb.internal:5432:*:report:Hq2Vx8Lm4Tz6\n", "Hq2Vx8Lm4Tz6"),
     ("wireguard-key", "$ wg genkey\ncNn9Rkq3Yt5Hb7Jx2Lw8Vz4Pd6Fg1Sm0Ta3Ke5Ub7Wc=\n", "cNn9Rkq3Yt5Hb7Jx2Lw8"),
+    ("rails-master-key", "$ cat config/master.key\n2850301b8d8a43f851e2b316278ec5e5\n", "2850301b8d8a43f851e2b3"),
     ("django-secret-key", "SECRET_KEY = 'django-insecure-" + "q(4z!x8^k2m@r6&w0p=v+e_t-9y#j3n%b7)c5s*h1u$lf" + "abcde'",
      "q(4z!x8^k2m@r6"),
     ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
@@ -242,7 +243,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie",
+                        "pgpass", "wireguard-key", "rails-master-key", "django-secret-key", "session-cookie",
                             "provider-token", "rejected-credential"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
@@ -1266,3 +1267,32 @@ def test_a_password_in_a_sentence_holding_a_run_of_punctuation_goes_whole(text: 
     for kept in ("Mein Passwort ist Hq7vLm2Zr9Kx!! Danke.", "mot de passe : Hq7v...Zr9 (masqué)"):
         out = Redactor(b"k").redact_text(kept, Findings())
         assert out.endswith(("!! Danke.", "Hq7v...Zr9 (masqué)")), out
+
+
+@pytest.mark.parametrize("text", [
+    '{"role":"bashExecution","command":"cat config/master.key","output":"2850301b8d8a43f851e2b316278ec5e5\\n"}',
+    "$ cat config/credentials/production.key\n2850301b8d8a43f851e2b316278ec5e5\n",
+    "env HONEYCOMB_WRITEKEY=2850301b8d8a43f851e2b3 ./scripts/deploy.sh staging",
+    'analytics.load({writeKey: "2850301b8d8a43f851e2b3"})',
+])
+def test_a_rails_master_key_as_printed_and_a_write_key_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "2850301b8d8a43f851e2b3" not in out, out
+    for kept in ("git log -1 -- config/master.key\ncommit 2850301b8d8a43f851e2b316278ec5e52850301b",
+                 "the write key 8f7a of the cache", "WRITE_KEY_PREFIX=events", "rewrite_key=some_name_here"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_STORAGE_KEY = "ePq+XmfQ996SX9L56o8GOqKjH8VfKuS+JSmka/kLsIbGz36BOR2lhyMXw48967Q74G1wIEC+11VH+aBW1vWS7w=="
+
+
+@pytest.mark.parametrize("text", [
+    f'{{"service":"azure storage","name":"AccountKey","value":"{_STORAGE_KEY}"}}',
+    f"accountKey: '{_STORAGE_KEY}'\nretries: 3",
+])
+def test_a_storage_account_key_under_its_name_anywhere_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert _STORAGE_KEY[:30] not in out and _STORAGE_KEY[-30:] not in out, out
+    for kept in ('account_key = "acct_1234"', '{"name":"AccountKey","value":"short"}',
+                 "account_key: primary_account_id"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept

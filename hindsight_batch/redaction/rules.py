@@ -82,11 +82,12 @@ def looks_secret(value: str, key: str = "") -> bool:
 # literal costs each batch of records a little more to search.
 _KEY_PURPOSES = (
     "encrypt", "encryption", "decrypt", "decryption", "signing", "master", "hmac", "jwt", "cipher", "crypto",
-    "license", "licence", "webhook", "consumer", "recovery", "session", "shared", "admin",
+    "license", "licence", "webhook", "consumer", "recovery", "session", "shared", "admin", "write", "ingest",
 )
 _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt", "cipher", "crypto", "licen",
                          "webhook", "consumer", "recovery", "session", "shared",
-                         "adminkey", "admin_key", "admin-key")  # (not "admin" alone: a word of every log)
+                         "adminkey", "admin_key", "admin-key", "writekey", "write_key", "write-key", "ingestkey",
+                         "ingest_key", "ingest-key")  # (not "admin" or "write" alone: words of every log)
 # Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
 # (psk: a Wi-Fi or VPN pre-shared key, wpa_supplicant's psk=, NetworkManager's, strongSwan's ': PSK "v"')
@@ -1030,9 +1031,13 @@ RULES: tuple[Rule, ...] = (
     Rule("heroku-key", ("hrku-",), _c(rf"{_NB}HRKU-[A-Za-z0-9_\-]{{20,128}}+")),
     Rule(
         "azure-storage-key",
-        ("accountkey=", "sharedaccesskey="),
-        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
-        1,
+        ("accountkey", "sharedaccesskey=", "account_key", "account-key"),
+        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)"
+           # (a storage account's key, 64 bytes in base64, under its name anywhere: AccountKey: …, ACCOUNT_KEY=…,
+           # {"name": "AccountKey", "value": "…"})
+           r"|account[_\-]?key(?:\\{0,8}+[\"'])?(?:[ \t]*+,[ \t]*+\\{0,8}+[\"']value\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
+           r"(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])", re.I),
+        -1,
     ),
     Rule(
         "twilio-key",
@@ -1199,6 +1204,15 @@ RULES: tuple[Rule, ...] = (
             # (or first in a bashExecution's "output", on the line of the "command" that printed it)
             r"|wg[ \t]++genkey(?![\w\-])[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\"[ \t]*+:[ \t]*+\\?\""
             r"([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), -1),
+    # Rails' master key (32 hex) as a read of config/master.key or config/credentials/<env>.key prints it: the next
+    # lines after the file's name, or first in a bashExecution's "output".
+    Rule("rails-master-key", (),
+         _c(r"(?:master|credentials/[\w\-]{1,64}+)\.key(?![\w.\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)"
+            r"(?:[^\n\\]|\\[^n]){0,300}?(?<![0-9A-Za-z])([0-9a-f]{32})(?![0-9A-Za-z])"
+            r"|(?:master|credentials/[\w\-]{1,64}+)\.key(?![\w.\-])[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\""
+            r"[ \t]*+:[ \t]*+\\?\"([0-9a-f]{32})(?![0-9A-Za-z])"),
+         -1, lambda match: not is_placeholder(match.group(match.lastindex or 0)),
+         prefilter=("master.key", "credentials/")),
     # Django's SECRET_KEY: startproject's "django-insecure-" and 50 characters of get_random_secret_key's alphabet,
     # and such a key printed alone in the lines after the call that made it.
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),
