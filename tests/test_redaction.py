@@ -81,6 +81,7 @@ CASES = [
     ("expect-send", 'spawn su -\nexpect "Password:"\nsend "Rk4vLp9Wq2Zx\\r"\n', "Rk4vLp9Wq2Zx"),
     ("pgpass", "$ cat ~/.pgpass\ndb.internal:5432:*:report:Hq2Vx8Lm4Tz6\n", "Hq2Vx8Lm4Tz6"),
     ("wireguard-key", "$ wg genkey\ncNn9Rkq3Yt5Hb7Jx2Lw8Vz4Pd6Fg1Sm0Ta3Ke5Ub7Wc=\n", "cNn9Rkq3Yt5Hb7Jx2Lw8"),
+    ("rails-master-key", "$ cat config/master.key\n2850301b8d8a43f851e2b316278ec5e5\n", "2850301b8d8a43f851e2b3"),
     ("django-secret-key", "SECRET_KEY = 'django-insecure-" + "q(4z!x8^k2m@r6&w0p=v+e_t-9y#j3n%b7)c5s*h1u$lf" + "abcde'",
      "q(4z!x8^k2m@r6"),
     ("wallet-secret", "MNEMONIC='tiger cable orbit lunar pepper salad vivid marble canyon ribbon zebra dolphin'",
@@ -242,7 +243,7 @@ def test_the_labelled_set_has_thirty_categories_in_five_contexts_each_and_every_
     assert set(EXPECTED_RULE) == set(contexts)
     covered_by_cases = {"cookie", "google-oauth-token", "bearer-token", "secret-phrase",  # see CASES above
                         "putty-private-key", "zapier-webhook", "expect-send", "wallet-secret",
-                        "pgpass", "wireguard-key", "django-secret-key", "session-cookie",
+                        "pgpass", "wireguard-key", "rails-master-key", "django-secret-key", "session-cookie",
                             "provider-token", "rejected-credential"}
     assert {rule.id for rule in RULES} - covered_by_cases <= set(EXPECTED_RULE.values())
 
@@ -1111,4 +1112,187 @@ def test_a_user_and_password_after_a_credentials_word_lose_the_password(text: st
         assert "Passw0rd2026" not in out and "Hq7vLm2Zr9Kx" not in out and ("analytics /" in out or "admin /" in out)
     for kept in ("login: admin / password", '{"login":"octocat","id":1}', "login: see docs/auth for the flow",
                  "creds: analytics / 2024-01-01"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+def test_a_value_longer_than_its_rules_bound_goes_whole() -> None:
+    rng = random.Random(7)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    token = "FwoGZXIvYXdzE" + "".join(rng.choice(alphabet) for _ in range(380)) + "="  # an AWS session token's length
+    for text in (f"The aws session API returns 401 with {token}, is it the wrong scope?",
+                 f"La clave de aws session es {token}, ponla en el .env"):
+        for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+            assert token[-40:] not in out and token[:40] not in out, out
+            assert out.endswith(", is it the wrong scope?") or out.endswith(", ponla en el .env"), out
+    # what follows a value that stopped short of the bound is never taken: a key id after the rejected key
+    text = "API returns 401 with Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3 AKIA-style ids/FwoGZXIvYXdzE are kept"
+    assert Redactor(b"k").redact_text(text, Findings()).endswith(" AKIA-style ids/FwoGZXIvYXdzE are kept")
+
+
+@pytest.mark.parametrize("text", [
+    "[Interface]\nPrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\nDNS = 1.1.1.1",
+    "./etc/wireguard/wg0.conf:3:PrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\n",
+    "+PrivateKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\n+DNS = 1.1.1.1",
+    "[Peer]\nPresharedKey = X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\nEndpoint = vpn.acme.io:51820",
+    '{"role":"bashExecution","command":"wg genkey | tee privatekey",'
+    '"output":"X0b+pdXb5ypcqXKbtHJUuyvG1lFSUIHNuxaJF7Rwp54=\\n"}',
+])
+def test_a_wireguard_private_key_at_a_lines_start_or_as_a_commands_output_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "X0b+pdXb5ypcqXKbtHJ" not in out, out
+    kept = "[Peer]\nPublicKey = I8+udzyDQco/Og3xp6vsfT2UgncVknBAtj5B1WYH4s8=\nAllowedIPs = 0.0.0.0/0"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_HEX_KEY = "7f060b88023960403c4f13739f4d82332f3986ffddadd1ee613c69a29affee17"
+
+
+@pytest.mark.parametrize("text", [
+    f"cast send 0x4ac77f14 --value 0.1ether --private-key 0x{_HEX_KEY} --rpc-url $RPC",
+    f"forge script Deploy --private-key {_HEX_KEY} --broadcast",
+    f'{{"command":"cli --token {_HEX_KEY} --rpc-url $RPC"}}',
+])
+def test_a_secret_given_to_a_long_option_is_redacted_even_shaped_as_an_id(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "7f060b88023960403c4f" not in out and ("--rpc-url $RPC" in out or "--broadcast" in out), out
+    for kept in ("see --token src/auth/token.ts", "git log --secret-hash 7f060b88023960403c4f13739f4d82332f3986ff",
+                 "cli --token-file ./tok.txt --password-stdin registry.example.com",
+                 "the token 7f060b88023960403c4f13739f4d82332f3986ff of the lexer"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "pulumi config set --secret dbPassword XfhkCGMhKa4Zd2ua8 --stack prod",
+    "pulumi config set stripeKey XfhkCGMhKa4Zd2ua8 --secret --stack prod",
+    "az keyvault secret set --vault-name acme-kv --name api-key --value bjbzbwY9ia2Y --stack prod",
+    "aws ssm put-parameter --name /prod/db/url --type SecureString --value XfhkCGMhKa4Zd2ua8 --stack prod",
+    "influx setup -u admin -p 'EzEn&NttbMd4JMbC' -o acme --stack prod",
+    '{"command":"influx auth create --token XfhkCGMhKa4Zd2ua8 --stack prod"}',
+])
+def test_a_value_given_to_a_secret_stores_set_command_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "XfhkCGMhKa4Zd2ua8" not in out and "bjbzbwY9ia2Y" not in out and "EzEn&Ntt" not in out, out
+        assert "--stack prod" in out
+    for kept in ("pulumi config set aws:region eu-west-1", "pulumi config set --secret dbPassword",
+                 "aws ssm put-parameter --name /prod/region --type String --value eu-west-1",
+                 "az keyvault secret set --vault-name acme-kv --name api-key --value $API_KEY",
+                 "influx auth list --token $INFLUX_TOKEN"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "database:\n  user: app\n  password: '`gM''rYYAzT9%zt0'\n  pool: 10",
+    "./config/database.yml:3:  password: 'e''K5NxRb9\"WWTk#'\n./config/database.yml:4:  pool: 10",
+    "export DB_PASSWORD='hPz'\\''!X0KQ5f'\\''7qL' && ./run.sh",
+    jsoncodec.dumps({"text": "export DB_PASSWORD='hPz'\\''!X0KQ5f'\\''7qL' && ./run.sh"}).decode(),
+])
+def test_a_single_quoted_value_holding_its_quote_escaped_goes_whole(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert not any(part in out for part in ("rYYAzT9", "K5NxRb9", "X0KQ5f", "7qL")), out
+        assert "pool: 10" in out or "&& ./run.sh" in out
+    for kept in ("password: '' # none", "echo 'it''s' && echo 'ok'", "x = {'password': '', 'user': 'bob'}"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("salt", ["5z%au9Ww=5m?bpUk),Su]c#$=%|My|{2vSx`CSoJBo]@GW8&If~Ni[xz;&y&/|+>",
+                                  "<-((7H$~fbG6GZoJ,cdmoR]0X0BPvdV[Bcr)D9x4iblNE]cmK2,$!f8`U?!1-+yb"])
+def test_a_key_of_symbols_at_an_angle_bracket_is_no_placeholder(salt: str) -> None:
+    text = f"<?php\ndefine( 'LOGGED_IN_KEY', '{salt}' );\n$table_prefix = 'wp_';"
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert salt[3:20] not in out and "$table_prefix = 'wp_';" in out, out
+    for kept in ("API_KEY=<your-api-key>", "password: <paste password here>", "token=<TOKEN from 1password (prod)>",
+                 "SECRET_KEY=<generated: 50 chars>"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["The user gave me the value. pass KEEP-1cb101c520 as the second argument",
+                                  "then pass X-Request-Id9 to the handler", "pass Order-7Fa2b through the queue"])
+def test_pass_as_a_verb_before_an_id_keeps_the_id(text: str) -> None:
+    assert Redactor(b"k").redact_text(text, Findings()) == text
+    for given in ("the db pass Rocket#Winter8639 for staging", "wifi pass is Hq7vLm2Zr9 as agreed"):
+        out = Redactor(b"k").redact_text(given, Findings())
+        assert "Rocket#Winter8639" not in out and "Hq7vLm2Zr9" not in out, out
+
+
+def test_a_listings_short_digest_column_is_kept_and_a_key_in_a_table_is_not() -> None:
+    listing = ("NAME                  DIGEST            CREATED AT\n"
+               "DATABASE_URL          cb61328124dc7908  2026-03-01T10:00:00Z\n"
+               "OPENAI_API_KEY        fd513a10da6dbe5a  2026-03-01T10:00:00Z")
+    assert Redactor(b"k").redact_text(listing, Findings()) == listing
+    for text in ("OPENAI_API_KEY        Zq8Lw3Nx5Rt7Yb2Kd4Mh6Pj9Vc1Fg3  2026-03-01T10:00:00Z",
+                 "DD_APP_KEY   0123456789abcdef0123456789abcdef01234567  prod"):
+        out = Redactor(b"k").redact_text(text, Findings())
+        assert "Zq8Lw3Nx5Rt7Yb2Kd4" not in out and "0123456789abcdef0123" not in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "aws configure set aws_secret_access_key 6jEhucrE9fJrYeat5g/WvJEx9diaz02NVmsstTNd --profile prod",
+    "./.pgpass:1:cache.local:5432:quartz:svc_api:Lj!l%Akv%z5X3!%\n./.pgpass:2:*:*:*:replicator:6jEhucrE9fJrYeat5",
+    jsoncodec.dumps({"text": "./.pgpass:1:cache.local:5432:quartz:svc_api:Lj!l%Akv%z5X3!%\n"}).decode(),
+    'const algoliaAdminKey = "6jEhucrE9fJrYeat5g2WvJEx9diaz02N";\nexport const retries = 3;',
+])
+def test_a_config_set_command_a_grepped_pgpass_and_an_admin_key_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "6jEhucrE9fJrYeat5" not in out and "Lj!l%Akv" not in out, out
+    for kept in ("aws configure set region eu-west-1", "the aws_secret_access_key src/config/aws.ts is read at boot",
+                 "src/pgpass.py:12:def read(path): return 1", "the admin panel b89a633b2ee33183077263f0fb88096c",
+                 "the admin key 8f7a of the table"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJzdXBhYmFzZSIsInJvbGUiOiJzZXJ2aWNlX3JvbGUifQ"
+        ".COqNUghamiqWlGJssdmRBu_BZ-8GdbwecJBG2h1JjFc")
+
+
+@pytest.mark.parametrize("text", [
+    "./.netrc:1:machine api.heroku.com login ubuntu@acme.io password 247a1151-198e-444e-ac4b-d2587039ee69\n",
+    "machine api.heroku.com login ubuntu@acme.io password 247a1151-198e-444e-ac4b-d2587039ee69\n",
+    "./deploy.ppk:7:Private-Lines: 2\n./deploy.ppk:8:cjCInZMD3SpZ/GGiZc6dMl5MorUTKIYfc4PmanTgIZPJl7wt2hW+9+9/Da7Rvb8V\n"
+    "./deploy.ppk:9:247a1151198e444eac4bd2587039ee69==\n./deploy.ppk:10:Private-MAC: 4c89e83d",
+    f'kind: Secret\ntype: Opaque\nstringData:\n  SUPABASE_SERVICE_ROLE_KEY: "{_JWT}"\n  X: 1',
+])
+def test_grepped_lines_and_a_jwt_in_a_secret_lose_the_whole_secret(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert not any(part in out for part in ("247a1151", "cjCInZMD3SpZ", "eyJpc3Mi", "COqNUgh")), out
+        assert "Private-MAC" in out or "login ubuntu@acme.io" in out or "  X: 1" in out
+    kept = "I will reset the password 247a1151-198e-444e-ac4b-d2587039ee69 later\n"
+    assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+@pytest.mark.parametrize("text", ["서버 비밀번호는 Ipd!!%hz5#2&xzN 입니다 Thanks!", "mot de passe : Ipd!!%hz5#2&xzN",
+                                  '{"text":"La contraseña es Ipd!!%hz5#2&xzN, gracias"}'])
+def test_a_password_in_a_sentence_holding_a_run_of_punctuation_goes_whole(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "Ipd" not in out and "hz5#2" not in out, out
+    for kept in ("Mein Passwort ist Hq7vLm2Zr9Kx!! Danke.", "mot de passe : Hq7v...Zr9 (masqué)"):
+        out = Redactor(b"k").redact_text(kept, Findings())
+        assert out.endswith(("!! Danke.", "Hq7v...Zr9 (masqué)")), out
+
+
+@pytest.mark.parametrize("text", [
+    '{"role":"bashExecution","command":"cat config/master.key","output":"2850301b8d8a43f851e2b316278ec5e5\\n"}',
+    "$ cat config/credentials/production.key\n2850301b8d8a43f851e2b316278ec5e5\n",
+    "env HONEYCOMB_WRITEKEY=2850301b8d8a43f851e2b3 ./scripts/deploy.sh staging",
+    'analytics.load({writeKey: "2850301b8d8a43f851e2b3"})',
+])
+def test_a_rails_master_key_as_printed_and_a_write_key_are_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert "2850301b8d8a43f851e2b3" not in out, out
+    for kept in ("git log -1 -- config/master.key\ncommit 2850301b8d8a43f851e2b316278ec5e52850301b",
+                 "the write key 8f7a of the cache", "WRITE_KEY_PREFIX=events", "rewrite_key=some_name_here"):
+        assert Redactor(b"k").redact_text(kept, Findings()) == kept
+
+
+_STORAGE_KEY = "ePq+XmfQ996SX9L56o8GOqKjH8VfKuS+JSmka/kLsIbGz36BOR2lhyMXw48967Q74G1wIEC+11VH+aBW1vWS7w=="
+
+
+@pytest.mark.parametrize("text", [
+    f'{{"service":"azure storage","name":"AccountKey","value":"{_STORAGE_KEY}"}}',
+    f"accountKey: '{_STORAGE_KEY}'\nretries: 3",
+])
+def test_a_storage_account_key_under_its_name_anywhere_is_redacted(text: str) -> None:
+    for out in (Redactor(b"k").redact_text(text, Findings()), _through_import(text)):
+        assert _STORAGE_KEY[:30] not in out and _STORAGE_KEY[-30:] not in out, out
+    for kept in ('account_key = "acct_1234"', '{"name":"AccountKey","value":"short"}',
+                 "account_key: primary_account_id"):
         assert Redactor(b"k").redact_text(kept, Findings()) == kept

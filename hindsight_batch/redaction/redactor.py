@@ -50,7 +50,8 @@ _MAX_FINGERPRINTS = 50
 _BASE64_LITERALS = ("kind: secret", "opaque", "kubernetes.io/", "dockerconfigjson", "_b64", "_base64")
 _BASE64_FIELD = re.compile(r"(?:(?<![\w.\-])|(?<=\\[nrt]))([\w.\-]{1,128}+)(?:\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
                            r"(?:\\{0,8}+[\"'])?"
-                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w])")
+                           # (not a JWT's first part: a dotted token is its own rule's, whole)
+                           r"([A-Za-z0-9+/]{8,65536}+={0,2}+)(?![A-Za-z0-9+/=\w]|\.[A-Za-z0-9_\-])")
 _MAX_DEPTH = 2
 # A text that decodes base64 (a CI step's echo '…' | base64 -d, Python's b64decode, JavaScript's atob, .NET's
 # FromBase64String): each base64 run of it is decoded and searched the same way (a service account's JSON).
@@ -363,7 +364,7 @@ class Redactor:
             for match in self._matches(rule, text, lowered, present):
                 pieces.append(text[last : match.start()])
                 pieces.append(self._replace(match, rule, findings))
-                last = match.end()
+                last = _past_cut_value(text, match, rule)
             if pieces:
                 pieces.append(text[last:])
                 text = "".join(pieces)
@@ -622,6 +623,18 @@ class _StringEnd:
         return self._end
 
 
+def _past_cut_value(text: str, match: re.Match[str], rule: Rule) -> int:
+    """Where a redaction ends: the match's end, or past the rest of a value its rule's bound cut (a rule reads at
+    most 128 or 256 characters of a value; an AWS session token, a SAML assertion runs to a thousand). Only a value
+    that reached the bound and ends the match, and only while the same token characters go on: bounded, linear."""
+    group = rule.group if rule.group >= 0 else match.lastindex or 0
+    start, end = match.span(group)
+    if end != match.end() or end - start < _CUT_VALUE or not _TOKEN_CHAR.match(text, end - 1):
+        return match.end()
+    tail = _TOKEN_CHAR.match(text, end)
+    return tail.end() if tail else end
+
+
 def _escaped(data: bytes, quote: int) -> bool:
     """Whether the quote at ``quote`` is escaped: an odd run of backslashes before it (each run stands before one
     character, so it is counted once)."""
@@ -654,6 +667,8 @@ def _first(text: AnyStr, gate: Any, start: int) -> int:
 
 # A cookie header's pairs: each value goes, unless it is a word or a number (theme=dark, lang=en, consent=1) or a
 # Set-Cookie attribute (Path=/, SameSite=Lax, Expires=…): those say nothing secret and the memory keeps them.
+_CUT_VALUE = 128  # the shortest bound a rule puts on a value's length
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9+/_\-]{1,4096}+={0,2}+")
 _COOKIE_PAIR = re.compile(r"([^=;\s]{1,256}+)=([^;]{0,4096}+)")
 _PLAIN_COOKIE = re.compile(r"[A-Za-z]{1,16}+|[0-9]{1,12}+|[a-z]{2}(?:[-_][A-Za-z]{2})?")
 _COOKIE_ATTRIBUTES = frozenset({"path", "domain", "expires", "max-age", "samesite", "priority", "version"})

@@ -82,10 +82,12 @@ def looks_secret(value: str, key: str = "") -> bool:
 # literal costs each batch of records a little more to search.
 _KEY_PURPOSES = (
     "encrypt", "encryption", "decrypt", "decryption", "signing", "master", "hmac", "jwt", "cipher", "crypto",
-    "license", "licence", "webhook", "consumer", "recovery", "session", "shared",
+    "license", "licence", "webhook", "consumer", "recovery", "session", "shared", "admin", "write", "ingest",
 )
 _KEY_PURPOSE_LITERALS = ("encrypt", "decrypt", "signing", "master", "hmac", "jwt", "cipher", "crypto", "licen",
-                         "webhook", "consumer", "recovery", "session", "shared")
+                         "webhook", "consumer", "recovery", "session", "shared",
+                         "adminkey", "admin_key", "admin-key", "writekey", "write_key", "write-key", "ingestkey",
+                         "ingest_key", "ingest-key")  # (not "admin" or "write" alone: words of every log)
 # Names that are a secret's only as a whole part of a name and before an operator (DB_PASS=v, "pw": "v", AUTH: v,
 # SIGNING_KEY=v): in prose, or inside a longer word (bypass, author, design_key), they are ordinary words.
 # (psk: a Wi-Fi or VPN pre-shared key, wpa_supplicant's psk=, NetworkManager's, strongSwan's ': PSK "v"')
@@ -326,9 +328,21 @@ def _whole_part_use(match: re.Match[str], keyword: str) -> bool:
         return True
     if keyword.lower() == "psk" and match.group(4) is not None:
         return True  # ipsec.secrets' : PSK "v", nmcli's wifi-sec.psk "v"
-    if keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3:
-        return True  # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c"
+    if (keyword.lower().startswith(("pass", "pw")) and character_classes(match.group(5)) >= 3
+            and not _PASSED_ON.match(match.string, match.end())):
+        # the db pass Rocket#Winter8639: a chosen password, not "tests pass 3a4b5c" nor the verb: "pass
+        # KEEP-1cb101c520 as the second argument", "pass X-Request-Id to the handler"
+        return True
     return _COPULA.search(match.string, match.end(2), match.start(5)) is not None
+
+
+_TABLE_GAP = re.compile(r"[ \t]{2,}+(?=[^\s|│║])")  # the blanks between a table's columns
+_PASSED_ON = re.compile(r"[ \t]++(?:as|to|into|through|along|via|on|down|back|around|over)(?![\w\-])", re.I)
+
+
+def _long_option(text: str, name_start: int) -> bool:
+    """Whether a name that starts with ``--`` is a command's long option: after a space, a quote or nothing."""
+    return name_start == 0 or text[name_start - 1] in " \t\n\"'`"
 
 
 def _about_a_secret(rest: str) -> bool:
@@ -354,7 +368,9 @@ def _keyword_value(match: re.Match[str]) -> bool:
     before = _name_before(match.string, match.start())
     name_start = match.start() - len(before)
     password = keyword[0] in "pP" and keyword[1] in "aAwW"
-    in_prose = match.group(3) is None
+    # (a command's long option is no prose: cast send --private-key 0x…, --token <hex>: a value given, even an id's
+    # shape)
+    in_prose = match.group(3) is None and not (before == "--" and _long_option(match.string, name_start))
     # (In prose, unless the name is a variable's: set -gx XI_API_KEY v, "OPENAI_API_KEY   v".)
     prose = in_prose and not (_ENV_NAME.fullmatch(before + keyword + rest)
                               or _SHELL_SET.search(match.string, max(0, name_start - 16), name_start))
@@ -362,10 +378,10 @@ def _keyword_value(match: re.Match[str]) -> bool:
                         uuid=_UUID_NAME.search(before + keyword + rest) is not None,
                         secret=keyword.lower() == "secret"):
         return False
-    if keyword[0] in "_.-" or (keyword[0] in "pP" and keyword[1] in "rR"):
+    if keyword[0] in "_.-" or keyword[:3].lower() == "pre":  # (presharedkey, not privatekey)
         # A name's last part (DD_APP_KEY): assigned, after a name part, in a name that is not a database's key.
         assigned = match.group(3) is not None or _given(match) or _ENV_NAME.fullmatch(before + keyword)
-        if not assigned or not match.string[match.start() - 1 : match.start()].isalnum():
+        if not assigned or (keyword[0] in "_.-" and not match.string[match.start() - 1 : match.start()].isalnum()):
             return False
         if _NOT_SECRET_KEY_NAMES.search(before) or match.group(2):
             return False
@@ -394,6 +410,11 @@ def _keyword_value(match: re.Match[str]) -> bool:
         return False
     if in_prose and rest.endswith("."):
         return False  # "the tests pass. KEEP-00020ebeba": the word ended a sentence
+    if (in_prose and len(value) < 20 and _IDENTIFIER.fullmatch(value) and _TABLE_GAP.match(match.string, match.end(2))
+            and _TABLE_GAP.match(match.string, match.end())):
+        # a listing's column: "OPENAI_API_KEY   fd513a10da6dbe5a  2026-03-01" (a short digest or id, as listings
+        # print them; a key is longer)
+        return False
     if prose and not _given(match) and not _config_line(match) and _IDENTIFIER.fullmatch(value.strip("\"'`")):
         return False  # "I'll pass the token 99f9…-… through", "token 8985ff… of the lexer": an id, not a value given
     # (not a SealedSecret's encryptedData: ciphertext only its controller opens)
@@ -434,9 +455,17 @@ def _prose_shape_given(match: re.Match[str], before: str) -> bool:
 def _config_line(match: re.Match[str]) -> bool:
     """Whether the name starts a line and its value ends it: "  password v" in a .netrc, not a sentence."""
     text = match.string
-    head = text[max(0, match.start() - 48) : match.start()].rstrip(" \t")
-    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t"))
+    head = text[max(0, match.start() - 160) : match.start()].rstrip(" \t")
+    # (a .netrc's one-line form, "machine H login U password v", and grep -n's file:N: before a line)
+    lead = _LINE_LEAD.search(head)
+    if lead:
+        head = head[: lead.start()]
+    starts = not head or head.endswith(("\n", "\\n", "\t", "\\t", '"'))
     return starts and (match.end() == len(text) or text.startswith(("\n", "\r", "\\n", "\\r"), match.end()))
+
+
+_LINE_LEAD = re.compile(r"(?:(?<![^\s\"])[^\s:\\\"]{1,64}+:[0-9]{1,7}+:)?+[ \t]*+"
+                        r"(?:machine[ \t]++[^\s\\]{1,64}+(?:[ \t]++login[ \t]++[^\s\\]{1,64}+)?+)?+$")
 
 
 def _given(match: re.Match[str]) -> bool:
@@ -444,7 +473,9 @@ def _given(match: re.Match[str]) -> bool:
     around it, or a giving phrase before the name ("here is the api key v", "use my token v")."""
     if match.group(4) is not None or _COPULA.search(match.string, match.end(2), match.start(5)) is not None:
         return True
-    return _GIVING.search(match.string, max(0, match.start() - 48), match.start()) is not None
+    # (before the whole name: "aws configure set aws_secret_access_key v", "set the X_TOKEN v")
+    start = match.start() - len(_name_before(match.string, match.start()))
+    return _GIVING.search(match.string, max(0, start - 48), start) is not None
 
 
 # Words before a secret's name that give its value: "here is the heroku api key v", "use my token v", "the new one".
@@ -474,7 +505,10 @@ _UNQUOTED = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&=](?=\S)(
 _UNQUOTED_PROSE = (r"(?:[^\s\"',;{}\[\]()<>`=:&\\.]|\." + _VALUE_END + r"|[:&](?![\w.\-]{1,64}+[=:])"
                    r"|[()](?=[^\s\"'`,;:)\]}\\]|\\(?![nrt])))")
 # (A value may hold blanks only as an app password prints them: "abcd efgh ijkl mnop", also unquoted at a line's end.)
-_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)|(?:(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
+# (A single-quoted value may hold its quote doubled, as YAML and SQL escape it: password: 'e''K5Nx…', or as a
+# shell writes it: 'hPz'\''!X0…', also in JSON text.)
+_VALUE = (rf"((?(4)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=\\{{0,8}}+\4)"
+          rf"|(?:'(?:\\{{1,8}}+')?'(?=\S)|(?!\\{{0,8}}+\4)\S){{4,4096}}+)"
           rf"|(?(3)(?:[a-z]{{4}}(?: [a-z]{{4}}){{3}}(?=[ \t]*+(?:$|[\r\n]|\\[rn]))|{_UNQUOTED}{{4,1024}}+)"
           rf"|{_UNQUOTED_PROSE}{{4,1024}}+))"
           r"={0,3}+)")
@@ -583,6 +617,13 @@ _CLI_MORE_PASSWORD = "|".join((
     r"SQL>[ \t]++(?i:conn(?:ect)?)[ \t]++[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + r"(?=[@\s\\]|$)",
     _cli(r"mysqlsh|mysqlx", r"(?:--uri[ \t=]++)?(?:mysqlx?://)?[A-Za-z][\w.\-]{0,63}+:" + _ORACLE_PASSWORD + "(?=@)"),
     r"jdbc:oracle:(?:thin|oci8?):[A-Za-z][\w$#.]{0,63}+/" + _ORACLE_PASSWORD + "(?=@)",  # a JDBC URL's user/password@
+    # a secret store's set command, whose value option or second word is the secret whatever the name: Azure Key
+    # Vault, SSM's SecureString, Pulumi's --secret config; InfluxDB's password and token
+    _cli(r"az[ \t]++keyvault[ \t]++secret[ \t]++set", r"--value[ \t=]++" + _CLI_VALUE),
+    _cli(r"aws[ \t]++ssm[ \t]++put-parameter(?=[^\n|;&]{0,512}?SecureString)", r"--value[ \t=]++" + _CLI_VALUE),
+    _cli(r"pulumi[ \t]++config[ \t]++set(?=[^\n|;&]{0,256}?--secret(?![\w\-]))",
+         r"(?!-)[^\s=]{1,128}+[ \t]++" + _CLI_VALUE),
+    _cli(r"influx", r"(?:-p|--password|-t|--token)[ \t=]++" + _CLI_VALUE),
 ))
 _CLI_MORE_COMMANDS = (
     "mosquitto_", "xfreerdp", "wlfreerdp", "sdl-freerdp", "rdesktop", "rabbitmqadmin", "cqlsh", "cypher-shell",
@@ -593,7 +634,7 @@ _CLI_MORE_COMMANDS = (
     "snyk auth", "nuget", "dotnet nuget", "sonar-scanner", "mvn ", "gradle", "sqlplus", "sqlldr", "expdp", "impdp",
     "rman ", "dgmgrl", "tkprof", "exp ", "imp ", "sql> conn", "mysqlsh", "mysqlx", "cf auth", "poetry config",
     "jdbc:oracle:", "isql", "tsql", "sqsh", "hdbsql", "racadm", "ilorest", "ncftp", "vmrun", "rpcclient", "winexe",
-    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ",
+    "smbget", "smbcacls", "smbmap", "pdftk", "db2 ", "az keyvault", "aws ssm", "pulumi config", "influx ",
 )
 
 
@@ -729,7 +770,8 @@ _PHRASE_MARK = (r"(?:[ \t]*+[:=][ \t]++|[ \t]*+：[ \t]*+|[ \t]++(?:c'est|es|ist
 _PHRASE_VALUE = (r"(?=[^\s0-9]{0,127}+[0-9]|[^\s!#%^&*@~$]{0,127}+[!#%^&*@~$]"
                  r"|(?-i:\S{0,127}?[a-z][A-Z]\S{0,127}?[a-z][A-Z]))"
                  r"(?![0-9.:/\-]{1,64}+(?:[\s,;)!?]|$))"
-                 r"((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?](?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
+                 # (punctuation inside the value, also a run of it: "Ipd!!%hz5", not a sentence's end)
+                 r"((?:[^\s.,;:!?。，、）)\"'`\\»“”’」』›]|[.,;:!?]{1,8}+(?=[^\s.,;:!?\"'`\\]))" r"{6,128}+)")
 _PHRASE = (
     r"(?:app(?:-specific)? password)(?: for [^\s]{1,64}+)?(?:[ \t]++is)?[:\s]{1,3}+([a-z]{4}(?:[ \-][a-z]{4}){3})"
     r"(?![a-z])"
@@ -989,9 +1031,13 @@ RULES: tuple[Rule, ...] = (
     Rule("heroku-key", ("hrku-",), _c(rf"{_NB}HRKU-[A-Za-z0-9_\-]{{20,128}}+")),
     Rule(
         "azure-storage-key",
-        ("accountkey=", "sharedaccesskey="),
-        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)", re.I),
-        1,
+        ("accountkey", "sharedaccesskey=", "account_key", "account-key"),
+        _c(r"(?:account|sharedaccess)key=(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{20,128}+={0,2}+)"
+           # (a storage account's key, 64 bytes in base64, under its name anywhere: AccountKey: …, ACCOUNT_KEY=…,
+           # {"name": "AccountKey", "value": "…"})
+           r"|account[_\-]?key(?:\\{0,8}+[\"'])?(?:[ \t]*+,[ \t]*+\\{0,8}+[\"']value\\{0,8}+[\"'])?[ \t]*+[:=][ \t]*+"
+           r"(?:\\{0,8}+[\"'])?([A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])", re.I),
+        -1,
     ),
     Rule(
         "twilio-key",
@@ -1112,7 +1158,9 @@ RULES: tuple[Rule, ...] = (
     # A PuTTY key file's private lines (base64 after "Private-Lines: N"), also as a numbered read shows them.
     Rule("putty-private-key", ("private-lines:",),
          # (a line, also in JSON text ("\\n"), numbered, or in a diff (" ", "+"); not the "Private" of Private-MAC)
-         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t))?[ +]?"
+         # (grep -n's file:N: too)
+         _c(r"Private-Lines:[ \t]*+[0-9]{1,3}+((?:(?:\r?\n|(?:\\r)?\\n)"
+            r"(?:[ \t]*+[0-9]{1,6}+(?:\t|\\t)|[^\s:\\\"]{1,64}+:[0-9]{1,7}+:)?[ +]?"
             r"[A-Za-z0-9+/=]{4,128}+(?![\-:])){1,64}+)", re.I), 1),
     # A password or a key given in a sentence of another language ("mon mot de passe c'est v", "数据库密码：v", "La
     # clave de X es v", "den X-Schlüssel erneuert: v"), an app password as Google and Apple print them ("abcd efgh
@@ -1141,7 +1189,10 @@ RULES: tuple[Rule, ...] = (
          -1, lambda match: not is_placeholder(match.group(match.lastindex or 0))),
     # A ~/.pgpass line, hostname:port:database:username:password (a text that names the file), and a WireGuard
     # private key as `wg genkey` prints it (32 bytes in base64, the next lines after the command).
-    Rule("pgpass", (), _c(r"(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
+    # (after grep -n's file:N:, also first in a JSON string)
+    Rule("pgpass", (), _c(r"(?:(?:(?<=\\[nt])|(?<=[\n\t])|^)(?:[^\s:\\\"]{0,256}?pgpass:[0-9]{1,7}+:)?"
+                          r"|(?<=\")[^\s:\\\"]{0,256}?pgpass:[0-9]{1,7}+:)"
+                          r"(?:[A-Za-z0-9.\-]{1,253}+|\*):(?:[0-9]{1,5}+|\*)"
                           r":[^:\s\\]{1,63}+:[^:\s\\]{1,63}+:((?:[^\s\\:]|\\[\\:]){4,256}+)(?=\\[nr]|\s|$)"),
          # (also a read whose text does not name the file: a line on Postgres's port or with a wildcard)
          1, lambda match: not is_placeholder(match.group(1)) and secret_value(match.group(1), password=True,
@@ -1149,7 +1200,19 @@ RULES: tuple[Rule, ...] = (
          prefilter=("pgpass", ":5432:", ":*:")),
     Rule("wireguard-key", ("wg genkey",),
          _c(r"wg[ \t]++genkey(?![\w\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)(?:[^\n\\]|\\[^n]){0,300}?"
-            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), 1),
+            r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"
+            # (or first in a bashExecution's "output", on the line of the "command" that printed it)
+            r"|wg[ \t]++genkey(?![\w\-])[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\"[ \t]*+:[ \t]*+\\?\""
+            r"([A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=)(?![A-Za-z0-9+/=])"), -1),
+    # Rails' master key (32 hex) as a read of config/master.key or config/credentials/<env>.key prints it: the next
+    # lines after the file's name, or first in a bashExecution's "output".
+    Rule("rails-master-key", (),
+         _c(r"(?:master|credentials/[\w\-]{1,64}+)\.key(?![\w.\-])(?:[^\n\\]|\\[^n]){0,300}+(?:\n|\\n)"
+            r"(?:[^\n\\]|\\[^n]){0,300}?(?<![0-9A-Za-z])([0-9a-f]{32})(?![0-9A-Za-z])"
+            r"|(?:master|credentials/[\w\-]{1,64}+)\.key(?![\w.\-])[^\"\n]{0,300}+\\?\"[ \t]*+,[ \t]*+\\?\"output\\?\""
+            r"[ \t]*+:[ \t]*+\\?\"([0-9a-f]{32})(?![0-9A-Za-z])"),
+         -1, lambda match: not is_placeholder(match.group(match.lastindex or 0)),
+         prefilter=("master.key", "credentials/")),
     # Django's SECRET_KEY: startproject's "django-insecure-" and 50 characters of get_random_secret_key's alphabet,
     # and such a key printed alone in the lines after the call that made it.
     Rule("django-secret-key", ("django-insecure-", "get_random_secret_key"),

@@ -82,12 +82,17 @@ def is_self_describing(value: str) -> bool:
     return match is not None and not _random_segment(value[match.end() :])
 
 
+_ANGLED = re.compile(r"<?[\w .,:;/|()!?'\"\-]{0,256}+>?")
+
+
 def is_placeholder(value: str) -> bool:
     lowered = value.lower()
     if lowered in _PLACEHOLDER_WORDS or len(set(lowered)) <= 2:
         return True
-    if lowered.startswith("<") or lowered.endswith(">") or "<your" in lowered:
-        return True  # <your-key>, <token> (not a chosen value with a "<" inside: WordPress's salts)
+    if ((lowered.startswith("<") or lowered.endswith(">")) and _ANGLED.fullmatch(lowered)) or "<your" in lowered:
+        # <your-key>, <token>, <paste token here> (not a chosen value with a "<" inside or at an end: WordPress's
+        # salts, "-((7H$~fb…+yb>")
+        return True
     return _PLACEHOLDER_PART.search(lowered) is not None or _SUBSTITUTION.search(value) is not None
 
 
