@@ -112,6 +112,23 @@ def raise_for_signal(kind: type[KeyboardInterrupt] | type[Terminated]) -> NoRetu
     raise kind()
 
 
+def on_sigterm(signum: int, frame: object) -> None:
+    """The SIGTERM handler: :class:`Terminated` unwinds the command (its ``finally`` blocks run)."""
+    raise_for_signal(Terminated)
+
+
+def on_sigint(signum: int, frame: object) -> None:
+    """The SIGINT handler: KeyboardInterrupt, remembered for :func:`interrupt_behind`."""
+    raise_for_signal(KeyboardInterrupt)
+
+
+def interrupt_exit(exc: KeyboardInterrupt | Terminated) -> tuple[int, str]:
+    """The exit code and the one line for a run an interrupt ended."""
+    if isinstance(exc, Terminated):
+        return EXIT_SIGTERM, "hindsight-batch: terminated (SIGTERM)"
+    return EXIT_SIGINT, "hindsight-batch: interrupted (SIGINT)"
+
+
 def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | Terminated | None:
     """The interrupt ``exc`` is or stands for, or None. DuckDB's Python client answers a signal that lands while
     a query runs with ``RuntimeError("Query interrupted")``, dropping the KeyboardInterrupt or Terminated the

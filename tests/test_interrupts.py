@@ -284,3 +284,30 @@ def test_a_signal_that_lands_inside_a_ledger_query_is_an_interrupt(
     assert done.stderr.strip().splitlines() == [line]
     assert not manifest.exists()
     assert latest_status(runner, state) == "interrupted"
+
+
+# Sends the signal to itself when the commands start loading: the window before any command's own handlers.
+_SIGNAL_WHILE_LOADING = """
+import os, signal, sys
+SENT = getattr(signal, sys.argv[1])
+class SignalOnLoad:
+    def find_spec(self, name, path=None, target=None):
+        if name == "hindsight_batch.cli":
+            os.kill(os.getpid(), SENT)
+        return None
+sys.meta_path.insert(0, SignalOnLoad())
+sys.argv = ["hindsight-batch", "--json", "status"]
+from hindsight_batch.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("name", "code", "kind"), [("SIGINT", 130, "KeyboardInterrupt"),
+                                                     ("SIGTERM", 143, "Terminated")])
+def test_a_signal_while_the_commands_load_exits_with_its_code_and_no_traceback(
+        name: str, code: int, kind: str, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_LOADING, name], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr and done.stderr.strip().startswith("hindsight-batch: "), done.stderr
+    assert json.loads(done.stdout)["error"]["kind"] == kind

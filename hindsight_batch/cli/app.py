@@ -21,13 +21,13 @@ from hindsight_batch.base.masking import mask
 from hindsight_batch.errors import (
     EXIT_INTERNAL,
     EXIT_ITEMS_FAILED,
-    EXIT_SIGINT,
     EXIT_SIGPIPE,
-    EXIT_SIGTERM,
     HindsightBatchError,
     Terminated,
     interrupt_behind,
-    raise_for_signal,
+    interrupt_exit,
+    on_sigint,
+    on_sigterm,
 )
 
 # The commands import the library when they run: `--help` and `prune-recall-messages` then start without
@@ -43,14 +43,6 @@ def echo_err(message: str) -> None:
 def echo(message: str) -> None:
     """Standard output; like everything this tool prints, with credentials masked."""
     click.echo(mask(message))
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise_for_signal(Terminated)
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    raise_for_signal(KeyboardInterrupt)
 
 
 def _debug() -> bool:
@@ -108,10 +100,8 @@ def _exit_for(exc: BaseException, debug: bool, as_json: bool = False) -> NoRetur
         sys.exit(EXIT_SIGPIPE)
     if isinstance(exc, HindsightBatchError):
         code, line = exc.exit_code, f"hindsight-batch: error: {exc}"
-    elif isinstance(exc, KeyboardInterrupt):
-        code, line = EXIT_SIGINT, "hindsight-batch: interrupted (SIGINT)"
-    elif isinstance(exc, Terminated):
-        code, line = EXIT_SIGTERM, "hindsight-batch: terminated (SIGTERM)"
+    elif isinstance(exc, (KeyboardInterrupt, Terminated)):
+        code, line = interrupt_exit(exc)
     else:
         if debug:
             import traceback  # (loaded only here: a few ms of every start-up otherwise)
@@ -185,9 +175,9 @@ def main() -> None:
     """The console entry point. SIGTERM unwinds like Ctrl-C from here on. Each command guards itself
     (:func:`handle_errors`); this catches what happens around them (an interrupt while starting up or parsing
     flags), with the same codes."""
-    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGTERM, on_sigterm)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not where SIGINT is ignored)
-        signal.signal(signal.SIGINT, _interrupted)
+        signal.signal(signal.SIGINT, on_sigint)
     # pydantic looks for plugins by scanning every installed distribution's metadata, at each start, for this
     # command's one validation of its configuration; the documented switch skips that. A value the user set wins;
     # the library (hindsight_batch.api) leaves it alone.
