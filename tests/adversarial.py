@@ -58,6 +58,7 @@ def near_misses(size: int, literals: dict[str, tuple[str, ...]]) -> dict[str, st
 # text; a scan to the end of a string from each stop makes it 64 times.
 DENSE_FAMILIES: dict[str, str] = {
     "dense-keywords": "the token and the pass of the secret ",
+    "keyword-names": "token password secret api_key ",  # each name the value of the one before, in prose
     "keyword-run": "tokenpasswordsecret",
     "dense-quotes": "token'\"pass\"'",
     "dense-equals": "token=pass=a ",

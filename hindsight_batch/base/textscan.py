@@ -34,12 +34,14 @@ def anchored_matches(
     anchors: Iterable[str],
     accept: Callable[[re.Match[str]], bool] | None = None,
     possible: Callable[[int], bool] | None = None,
+    lean: tuple[re.Pattern[str], Callable[[int], bool]] | None = None,
 ) -> Iterator[re.Match[str]]:
     """Non-overlapping matches of ``pattern`` in ``text``, in order, each starting where a (lowercase) anchor
     occurs in ``lowered`` (from :func:`lower`). Every match of the pattern must start with one of the anchors.
     A match ``accept`` refuses is not yielded and does not hide a later anchor inside it ("bearer token X": the
     word "token" is refused as the value of "bearer", then "token X" is tried). An anchor where ``possible`` (if
-    given) says no match can start is not tried."""
+    given) says no match can start is not tried. With ``lean`` (a pattern and a test of a position), the lean
+    pattern is tried where the test says ``pattern`` is not needed: it must match the same there."""
     starts: set[int] = set()
     for anchor in anchors:
         pos = lowered.find(anchor)
@@ -51,7 +53,7 @@ def anchored_matches(
     for index, pos in enumerate(ordered):
         if pos < covered or (possible is not None and not possible(pos)):
             continue
-        match = pattern.match(text, pos)
+        match = (pattern if lean is None or lean[1](pos) else lean[0]).match(text, pos)
         if match is None:
             continue
         if accept is None or accept(match):

@@ -95,7 +95,7 @@ _SHAPE_GAP = (
     rb"\]?(?:[ ]|\\t)*(?:(?::=|=>|->|\|\||\?\?|[:=|,])(?:[ ]|\\t)*)?"
     rb"(?:(?:is|was|are|of|for (?:the )?[a-z0-9.\-]{1,64} is|changed to|is now|del [a-z\-]{1,20} \xc3\xa8"
     rb"|for [a-z\-]{1,20}:"
-    # (rules._PROSE_GIVEN: to, a few words and a copula or a colon)
+    # (rules._PROSE_GIVEN and _PROSE_WORDS_GIVEN: to, a few words and a copula or a colon)
     rb"|to|as|(?:(?!" + _SHAPE_VERB_START + rb"(?:[ ]|\\t))[a-z0-9_'\-(),]{1,25}+(?:[ ]|\\t)+){0,5}+"
     rb"(?:" + _SHAPE_VERB + rb"|[a-z0-9_'\-(),]{1,25}+:))"
     rb"(?:[ ]|\\t)+)?"
@@ -275,8 +275,11 @@ class Redactor:
             return True
         # Each position's shape once: a position that two literals find (password and pass, pwd and pw) is not looked
         # at again when it has no secret's shape; the short names last, where the longer ones were looked at.
+        # (A password's name first, whose bar is the lowest: where names are dense, one of them has a value's shape
+        # soonest. The answer is the same in any order; the order only was the set's, which changes with each run.)
         unshaped: set[int] = set()
-        for lit in sorted(hints, key=lambda lit: lit in _WHOLE_PART_LITERALS):
+        for lit in sorted(hints, key=lambda lit: (lit in _WHOLE_PART_LITERALS, not lit.startswith(("pass", "pw")),
+                                                  lit)):
             needle = lit.encode()
             whole_part = lit in _WHOLE_PART_LITERALS
             string_end = _StringEnd(lowered)
@@ -382,8 +385,9 @@ class Redactor:
                 return rule.pattern.finditer(text)
             return (match for match in rule.pattern.finditer(text) if rule.accept(match))
         anchors = rule.anchors if rule.prefilter else [a for a in rule.anchors if a in present]
+        lean = (rule.lean, rule.needs_pattern(text)) if rule.lean and rule.needs_pattern else None
         return anchored_matches(rule.pattern, text, lowered, anchors, rule.accept,
-                                rule.possible(text) if rule.possible else None)
+                                rule.possible(text) if rule.possible else None, lean)
 
     def _replace(self, match: re.Match[str], rule: Rule, findings: Findings) -> str:
         group = rule.group if rule.group >= 0 else match.lastindex or 0  # -1: the one group of the branch that matched
