@@ -7,8 +7,6 @@ secret can be recognised across runs without its value, or a guessable hash of i
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import functools
 import hashlib
@@ -36,7 +34,7 @@ from hindsight_batch.redaction.rules import (
     private_url_rule,
     secret_name,
 )
-from hindsight_batch.redaction.values import is_placeholder, shannon_entropy
+from hindsight_batch.redaction.values import base64_text, is_placeholder, shannon_entropy
 
 _PEM_BEGIN = "-----BEGIN "
 _PEM_END = "-----END "
@@ -474,11 +472,8 @@ class Redactor:
         last = 0
         for match in _BASE64_RUN.finditer(text):
             value = match.group(1)
-            try:
-                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
-                continue  # not base64, or binary
-            if self.redact_text(decoded, Findings(), depth=depth + 1) == decoded:
+            decoded = base64_text(value)
+            if decoded is None or self.redact_text(decoded, Findings(), depth=depth + 1) == decoded:
                 continue
             self._found(findings, "base64-secret", value)
             out.append(text[last : match.start(1)])
@@ -496,9 +491,8 @@ class Redactor:
         last = 0
         for match in _BASE64_FIELD.finditer(text):
             name, value = match.group(1), match.group(2)
-            try:
-                decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
+            decoded = base64_text(value)
+            if decoded is None:
                 continue  # not base64, or binary
             inner = Findings()
             if self.redact_text(decoded, inner, depth=depth + 1) == decoded and not (

@@ -29,6 +29,7 @@ from fnmatch import fnmatchcase
 
 from hindsight_batch.redaction.values import CODE as _CODE
 from hindsight_batch.redaction.values import (
+    base64_text,
     character_classes,
     is_chosen,
     is_code_or_reference,
@@ -224,12 +225,8 @@ def _base64_private_key(match: re.Match[str]) -> bool:
 
 def _docker_auth(match: re.Match[str]) -> bool:
     """A registry ``auth`` is base64 of ``user:password``."""
-    value = match.group(1)
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return b":" in decoded and not is_placeholder(decoded.decode("utf-8", "replace"))
+    decoded = base64_text(match.group(1), errors="replace")
+    return decoded is not None and ":" in decoded and not is_placeholder(decoded)
 
 
 # Keywords whose value is a secret: the keyword rules' alternation and literals (lowercase).
@@ -921,10 +918,8 @@ _COOKIE_SECRET = re.compile(r"(?=[^;]{0,4095}?[0-9])(?=[^;]{0,4095}?[A-Za-z])[^;
 
 def _basic_credentials(match: re.Match[str]) -> bool:
     """A Basic credential is the base64 of user:password (RFC 7617), a password that is no placeholder."""
-    value = match.group(1)
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
+    decoded = base64_text(match.group(1))
+    if decoded is None:
         return False
     _user, colon, password = decoded.partition(":")
     return (bool(colon) and decoded.isprintable() and len(password) >= 4 and not is_placeholder(password)

@@ -8,6 +8,8 @@ URLs, UUIDs, hashes in a known context (``sha256:…``), image data, numbers or 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import itertools
 import math
@@ -254,3 +256,12 @@ def secret_value(value: str, *, password: bool, quoted: bool, prose: bool = Fals
         # Letters only (or symbols): a long, mixed-case, random string such as a base64 key; never a word.
         return len(value) >= 20 and classes >= 2 and entropy >= 3.5
     return entropy >= (2.5 if len(value) < 16 else 3.0)
+
+
+def base64_text(value: str, errors: str = "strict") -> str | None:
+    """``value`` decoded from base64 (its padding restored) as UTF-8 text, or None when it is not base64 (or, with
+    ``errors="strict"``, not text)."""
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8", errors)
+    except (binascii.Error, ValueError):
+        return None
